@@ -1,0 +1,1 @@
+"""Datasets, schemas and the embedded default data."""

@@ -1,0 +1,20 @@
+"""Exceptions raised by progress-sql.
+
+Only *our* problems and the user's bad input raise: a bad configuration, a dataset that cannot be
+read, a gold query that cannot be used. Model mistakes (unparsable SQL, timeouts, wrong format) are
+data and are returned as values, never raised.
+"""
+
+from __future__ import annotations
+
+
+class ProgressSQLError(Exception):
+    """Base class of every exception this package raises on purpose."""
+
+
+class ConfigError(ProgressSQLError, ValueError):
+    """A configuration value is invalid (the message names the field and the allowed range)."""
+
+
+class DatasetError(ProgressSQLError, ValueError):
+    """A dataset or schema file is missing or malformed (the message names the file)."""

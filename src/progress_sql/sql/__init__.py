@@ -1,0 +1,1 @@
+"""SQL text handling: the single parsing entry point, lexical similarity and extraction."""

@@ -1,0 +1,123 @@
+"""The only place in progress-sql that calls sqlglot's parser.
+
+Model-written SQL is untrusted: it may be empty, megabytes long, nested thousands of levels deep or
+not SQL at all. :func:`parse_sql` never raises on such input; it returns a :class:`ParseFailure`
+with the reason, so that callers treat a bad query as data.
+
+>>> parse_sql("SELECT name FROM singer;").sql()
+'SELECT name FROM singer'
+>>> parse_sql("SELEC name FROM").reason.startswith("syntax error")
+True
+>>> parse_sql("SELECT 1; SELECT 2").reason
+'expected exactly one statement, found 2'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+DEFAULT_DIALECT = "sqlite"
+#: Longer SQL counts as a parse failure: real queries are far shorter, and a policy that emits
+#: megabytes of text must not stall a reward loop.
+MAX_SQL_CHARS = 20_000
+#: Maximum parenthesis nesting, checked before parsing (sqlglot's parser recurses on parentheses).
+MAX_PAREN_DEPTH = 64
+#: Maximum depth of the parsed syntax tree (bounds every recursive pass over it).
+MAX_AST_DEPTH = 200
+
+_PARENS = re.compile(r"[()]")
+_TRAILING_SEMICOLONS = re.compile(r"[\s;]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """Why a SQL string could not be turned into a single syntax tree."""
+
+    reason: str
+
+    def __bool__(self) -> bool:  # a failure is falsy, so `if tree := parse_sql(...)` reads well
+        return False
+
+
+def strip_sql(sql: str) -> str:
+    """Remove surrounding whitespace and trailing semicolons.
+
+    >>> strip_sql("  SELECT 1 ;; \\n")
+    'SELECT 1'
+    """
+    return _TRAILING_SEMICOLONS.sub("", sql.strip())
+
+
+def paren_depth(sql: str) -> int:
+    """The deepest parenthesis nesting in ``sql`` (quotes are not interpreted; an upper bound).
+
+    >>> paren_depth("SELECT (1 + (2))")
+    2
+    """
+    depth = deepest = 0
+    for match in _PARENS.finditer(sql):
+        if match.group() == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def ast_depth(tree: exp.Expression) -> int:
+    """Depth of a syntax tree, computed without recursion."""
+    deepest = 0
+    stack: list[tuple[exp.Expression, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+    return deepest
+
+
+def parse_sql(
+    sql: str,
+    *,
+    dialect: str = DEFAULT_DIALECT,
+    max_chars: int = MAX_SQL_CHARS,
+    max_paren_depth: int = MAX_PAREN_DEPTH,
+    max_ast_depth: int = MAX_AST_DEPTH,
+) -> exp.Expression | ParseFailure:
+    """Parse exactly one SQL statement, or say why not.
+
+    Trailing semicolons and surrounding whitespace are ignored. Input over ``max_chars`` characters
+    or nested deeper than the limits is a failure, never a crash.
+    """
+    if not isinstance(sql, str):
+        return ParseFailure(f"expected a string, got {type(sql).__name__}")
+    text = strip_sql(sql)
+    if not text:
+        return ParseFailure("empty SQL")
+    if len(text) > max_chars:
+        return ParseFailure(f"SQL longer than {max_chars} characters ({len(text)})")
+    if paren_depth(text) > max_paren_depth:
+        return ParseFailure(f"parentheses nested deeper than {max_paren_depth}")
+    try:
+        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+    except SqlglotError as error:
+        return ParseFailure(f"syntax error: {_first_line(error)}")
+    except RecursionError:
+        return ParseFailure("SQL nested too deeply to parse")
+    except Exception as error:  # untrusted input: a parser bug must not crash a reward loop
+        return ParseFailure(f"parser failure ({type(error).__name__}): {_first_line(error)}")
+    if len(statements) != 1:
+        return ParseFailure(f"expected exactly one statement, found {len(statements)}")
+    tree = statements[0]
+    if ast_depth(tree) > max_ast_depth:
+        return ParseFailure(f"syntax tree deeper than {max_ast_depth}")
+    return tree
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
