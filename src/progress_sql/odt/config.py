@@ -1,0 +1,112 @@
+"""Every weight, threshold and message of the ODT, in one frozen config object.
+
+The defaults follow ``odt-defaults.md`` (the paper's Tables 5-7 are not in its text); docs/odt.md
+explains each value and where we depart from that proposal.
+
+>>> config = OdtConfig()
+>>> round(sum(config.weights.as_dict().values()), 10)
+1.0
+>>> config.alpha
+0.7
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from progress_sql.errors import ConfigError
+
+#: The profile features that carry a weight in s_local, in reporting order.
+FEATURES: tuple[str, ...] = (
+    "select",
+    "tables",
+    "joins",
+    "where",
+    "group_by",
+    "having",
+    "order_by",
+    "join_count",
+    "item_count",
+    "has_where",
+    "has_group_by",
+    "has_having",
+    "has_order_by",
+    "has_limit",
+    "has_aggregation",
+    "distinct",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureWeights:
+    """Weights of the SELECT-node local similarity (they need not sum to 1; s_local divides by the sum)."""
+
+    select: float = 0.20
+    tables: float = 0.15
+    joins: float = 0.15
+    where: float = 0.15
+    group_by: float = 0.10
+    having: float = 0.05
+    order_by: float = 0.05
+    join_count: float = 0.025
+    item_count: float = 0.025
+    has_where: float = 0.10 / 7
+    has_group_by: float = 0.10 / 7
+    has_having: float = 0.10 / 7
+    has_order_by: float = 0.10 / 7
+    has_limit: float = 0.10 / 7
+    has_aggregation: float = 0.10 / 7
+    distinct: float = 0.10 / 7
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not value >= 0:
+                raise ConfigError(f"ODT feature weight {item.name} must be >= 0, got {value}")
+        if sum(self.as_dict().values()) <= 0:
+            raise ConfigError("ODT feature weights must not all be zero")
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: float(getattr(self, name)) for name in FEATURES}
+
+
+DEFAULT_NEUTRAL_MESSAGE = (
+    "your previous SQL has the expected clause structure, but its result does not match. "
+    "Check literal values, string case and value formats (dates, numbers, units)."
+)
+DEFAULT_FALLBACK_MESSAGE = (
+    "your previous SQL could not be analysed. First fix syntax errors and make sure every table "
+    "and column you use exists in the schema."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OdtConfig:
+    """Weights, thresholds and messages of the Oracle-guided Diagnostic Tree.
+
+    ``thresholds`` maps a tag name to the similarity below which it fires; tags not listed fire
+    below :attr:`default_threshold` (1.0: any mismatch).
+    """
+
+    weights: FeatureWeights = field(default_factory=FeatureWeights)
+    alpha: float = 0.70
+    set_op_weight: float = 0.30
+    default_threshold: float = 1.0
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    neutral_message: str = DEFAULT_NEUTRAL_MESSAGE
+    fallback_message: str = DEFAULT_FALLBACK_MESSAGE
+    db_engine: str = "SQLite"
+    dialect: str = "sqlite"
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "set_op_weight", "default_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"OdtConfig.{name} must be in [0, 1], got {value}")
+        for tag, value in self.thresholds.items():
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"threshold of {tag} must be in [0, 1], got {value}")
+
+    def threshold(self, tag: str) -> float:
+        return self.thresholds.get(tag, self.default_threshold)

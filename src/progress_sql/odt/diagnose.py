@@ -1,0 +1,106 @@
+"""``diagnose``: compare a predicted SQL with the gold SQL through their ODTs.
+
+The gold side is prepared once per example (:func:`prepare_gold`) and reused for every prediction.
+
+>>> gold = prepare_gold("SELECT name FROM country WHERE government != 'Republic'")
+>>> d = diagnose('select NAME from country where government <> "Republic";', gold)
+>>> d.f_struct, d.f_lex, d.tags
+(1.0, 1.0, ())
+>>> d = diagnose("SELECT name FROM country WHERE government != 'Monarchy'", gold)
+>>> d.f_struct, d.tags, d.f < 1.0
+(1.0, (), True)
+>>> diagnose("SELEC name FROM", gold).tags
+('PARSE_ERROR',)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from progress_sql.data.schema import Schema
+from progress_sql.odt.build import OdtNode, build_odt
+from progress_sql.odt.config import OdtConfig
+from progress_sql.odt.feedback import feedback_text
+from progress_sql.odt.score import compare_trees
+from progress_sql.odt.tags import TAG_ORDER
+from progress_sql.sql.lexical import bigrams, lexical_similarity
+from progress_sql.sql.parse import ParseFailure
+
+DiagnosisStatus = Literal["ok", "pred_unparsable", "gold_unparsable"]
+_DEFAULT = OdtConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class GoldReference:
+    """The gold query, parsed, profiled and tokenized once."""
+
+    sql: str
+    tree: OdtNode | ParseFailure
+    grams: frozenset[tuple[str, ...]]
+    schema: Schema | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Everything the ODT says about one prediction.
+
+    ``f_struct`` and ``features`` are for rewards and analysis; the policy only sees ``feedback``.
+    """
+
+    status: DiagnosisStatus
+    f_struct: float
+    f_lex: float
+    tags: tuple[str, ...]
+    feedback: str
+    features: Mapping[str, float] = field(default_factory=dict)
+    reason: str | None = None
+
+    @property
+    def f(self) -> float:
+        """The combined alignment F = (F_struct + F_lex) / 2."""
+        return (self.f_struct + self.f_lex) / 2
+
+
+def prepare_gold(sql: str, schema: Schema | None = None, config: OdtConfig = _DEFAULT) -> GoldReference:
+    """Parse, profile and tokenize a gold query once."""
+    return GoldReference(sql, build_odt(sql, schema, dialect=config.dialect), bigrams(sql), schema)
+
+
+def diagnose(
+    pred_sql: str,
+    gold: GoldReference | str,
+    schema: Schema | None = None,
+    config: OdtConfig = _DEFAULT,
+) -> Diagnosis:
+    """Diagnose ``pred_sql`` against ``gold``; never raises on the prediction, scores stay in [0, 1].
+
+    ``schema`` defaults to the one the gold reference was prepared with.
+    """
+    if isinstance(gold, str):
+        gold = prepare_gold(gold, schema, config)
+    schema = schema if schema is not None else gold.schema
+    pred_text = pred_sql if isinstance(pred_sql, str) else ""
+    f_lex = lexical_similarity(pred_text, gold.grams)
+    if isinstance(gold.tree, ParseFailure):
+        return _unparsable("gold_unparsable", (), f_lex, gold.tree.reason, config)
+    pred_tree = build_odt(pred_text, schema, dialect=config.dialect)
+    if isinstance(pred_tree, ParseFailure):
+        return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
+    comparison = compare_trees(pred_tree, gold.tree, config)
+    tags = tuple(sorted(comparison.tags, key=TAG_ORDER.__getitem__))
+    return Diagnosis(
+        status="ok",
+        f_struct=comparison.score,
+        f_lex=f_lex,
+        tags=tags,
+        feedback=feedback_text(tags, "ok", config),
+        features=comparison.features,
+    )
+
+
+def _unparsable(
+    status: DiagnosisStatus, tags: tuple[str, ...], f_lex: float, reason: str, config: OdtConfig
+) -> Diagnosis:
+    return Diagnosis(status, 0.0, f_lex, tags, feedback_text(tags, status, config), reason=reason)

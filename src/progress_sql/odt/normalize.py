@@ -1,0 +1,92 @@
+"""Normalization shared by the ODT, test suites and hardness rules.
+
+Two passes:
+
+* :func:`resolve_double_quoted` applies SQLite's rule for double-quoted tokens. Spider and BIRD
+  write many string literals in double quotes (``WHERE x != "Republic"``); sqlglot parses them as
+  column references. A double-quoted, unqualified token becomes a string literal when it names no
+  column of the schema or, without a schema, when it stands in a value position.
+* :func:`parse_for_odt` is the ODT's view of :func:`progress_sql.sql.parse.parse_sql`: parse, then
+  resolve double-quoted tokens.
+
+>>> tree = parse_for_odt('SELECT name FROM country WHERE government != "Republic"')
+>>> tree.sql()
+"SELECT name FROM country WHERE government <> 'Republic'"
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from progress_sql.data.schema import Schema
+from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure, parse_sql
+
+# Single-quoted strings are skipped so that a double quote inside them is not taken for a token.
+_QUOTED_TOKEN = re.compile(r"'(?:[^']|'')*'|\"((?:[^\"]|\"\")*)\"")
+
+#: Parents in which a double-quoted token stands for a value when there is no schema.
+_VALUE_COMPARISONS: tuple[type[exp.Expr], ...] = (
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Like,
+    exp.ILike,
+    exp.Glob,
+    exp.NullSafeEQ,
+    exp.NullSafeNEQ,
+)
+
+
+def double_quoted_tokens(sql: str) -> frozenset[str]:
+    """The texts written in double quotes in ``sql`` (outside single-quoted strings).
+
+    >>> sorted(double_quoted_tokens('SELECT "a" FROM t WHERE b = \\'say "hi"\\' AND c = "x""y"'))
+    ['a', 'x"y']
+    """
+    return frozenset(
+        match.group(1).replace('""', '"') for match in _QUOTED_TOKEN.finditer(sql) if match.group(1) is not None
+    )
+
+
+def _in_value_position(column: exp.Column) -> bool:
+    parent = column.parent
+    if isinstance(parent, _VALUE_COMPARISONS):
+        other = parent.this if parent.expression is column else parent.expression
+        # `"a" = "b"`: the left token names a column, the right one is the value.
+        return not (isinstance(other, exp.Column) and parent.this is column and other.this.quoted)
+    if isinstance(parent, exp.In):
+        return column is not parent.this
+    if isinstance(parent, exp.Between):
+        return column is not parent.this
+    return False
+
+
+def resolve_double_quoted(tree: exp.Expr, sql: str, schema: Schema | None = None) -> exp.Expr:
+    """Turn double-quoted tokens that SQLite would read as strings into string literals (in place)."""
+    candidates = double_quoted_tokens(sql)
+    if not candidates:
+        return tree
+    for column in list(tree.find_all(exp.Column)):
+        identifier = column.this
+        if column.table or not isinstance(identifier, exp.Identifier) or not identifier.quoted:
+            continue
+        text = identifier.this
+        if text not in candidates:
+            continue
+        is_literal = not schema.has_column(text) if schema is not None else _in_value_position(column)
+        if is_literal:
+            column.replace(exp.Literal.string(text))
+    return tree
+
+
+def parse_for_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT) -> exp.Expr | ParseFailure:
+    """Parse ``sql`` with the shared entry point and apply SQLite's double-quote rule."""
+    tree = parse_sql(sql, dialect=dialect)
+    if isinstance(tree, ParseFailure):
+        return tree
+    return resolve_double_quoted(tree, sql, schema)

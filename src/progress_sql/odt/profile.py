@@ -1,0 +1,174 @@
+"""The local structural profile of one SELECT node (paper, Appendix D; odt-defaults.md).
+
+p = (c, b, T, S, W, J, G, H, O): counts, boolean flags and sets of signatures. Features are taken
+from this SELECT only; a nested query contributes the placeholder ``<subquery>`` and becomes a child
+node of the tree.
+
+>>> from progress_sql.sql.parse import parse_sql
+>>> select = parse_sql("SELECT T2.name, count(*) AS n FROM concert AS T1 JOIN stadium AS T2 "
+...                    "ON T1.stadium_id = T2.stadium_id GROUP BY T1.stadium_id ORDER BY n DESC LIMIT 1")
+>>> p = profile_select(select, scope_for(select))
+>>> sorted(p.select), sorted(p.joins), sorted(p.order_by), p.join_count, p.has_limit
+(['count(*)', 'stadium.name'], ['concert.stadium_id = stadium.stadium_id'], ['count(*) desc'], 1, True)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from progress_sql.data.schema import Schema
+from progress_sql.odt.signature import SUBQUERY, Renderer, Scope
+
+_QUERY_TYPES = (exp.Query, exp.Subquery)
+
+
+@dataclass(frozen=True, slots=True)
+class SelectProfile:
+    """Clause-level features of one SELECT node."""
+
+    select: frozenset[str]
+    tables: frozenset[str]
+    joins: frozenset[str]
+    where: frozenset[str]
+    group_by: frozenset[str]
+    having: frozenset[str]
+    order_by: frozenset[str]
+    join_count: int
+    item_count: int
+    has_where: bool
+    has_group_by: bool
+    has_having: bool
+    has_order_by: bool
+    has_limit: bool
+    has_aggregation: bool
+    distinct: bool
+    aggregates: frozenset[str]
+
+
+def local_nodes(root: exp.Expr) -> Iterator[exp.Expr]:
+    """Every node under ``root`` that belongs to the same query level (nested queries excluded)."""
+    stack = list(root.iter_expressions())
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _QUERY_TYPES):
+            stack.extend(node.iter_expressions())
+
+
+def conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
+    """Split a condition on AND (through parentheses)."""
+    stack = [condition]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack.append(node.expression)
+            stack.append(node.this)
+        else:
+            yield node
+
+
+def _source_entry(source: exp.Expr) -> tuple[str, str | None, str | None]:
+    alias = source.alias.lower() or None
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        name = source.name.lower()
+        return name, name, alias
+    if isinstance(source, _QUERY_TYPES):
+        return SUBQUERY, None, alias
+    return source.key, None, alias
+
+
+def scope_for(select: exp.Select, schema: Schema | None = None, parent: Scope | None = None) -> Scope:
+    """Resolve the FROM / JOIN sources of ``select``; a source used twice gets ``#1``, ``#2``."""
+    from_clause = select.args.get("from_")
+    raw: list[exp.Expr] = [from_clause.this] if from_clause is not None else []
+    raw.extend(join.this for join in select.args.get("joins") or ())
+    entries = [_source_entry(source) for source in raw]
+    totals = Counter(name for name, _, _ in entries)
+    seen: Counter[str] = Counter()
+    indexed = []
+    for name, table, alias in entries:
+        seen[name] += 1
+        resolved = f"{name}#{seen[name]}" if totals[name] > 1 else name
+        indexed.append((resolved, table, alias))
+    return Scope.for_sources(indexed, schema=schema, parent=parent)
+
+
+def _column_owner(signature: str) -> str | None:
+    owner, dot, _ = signature.rpartition(".")
+    return owner if dot else None
+
+
+def _join_atoms(select: exp.Select, renderer: Renderer) -> list[str]:
+    atoms: list[str] = []
+    sources = renderer.scope.sources
+    for position, join in enumerate(select.args.get("joins") or (), start=1):
+        side = join.side.lower()
+        prefix = f"{side} join: " if side else ""
+        condition = join.args.get("on")
+        if condition is not None:
+            atoms.extend(prefix + renderer.render(atom) for atom in conjuncts(condition))
+        for column in join.args.get("using") or ():
+            name = column.name.lower()
+            left, right = sorted((f"{sources[position - 1].resolved}.{name}", f"{sources[position].resolved}.{name}"))
+            atoms.append(f"{prefix}{left} = {right}")
+    return atoms
+
+
+def _is_implicit_join(atom: exp.Expr, renderer: Renderer) -> bool:
+    if not (isinstance(atom, exp.EQ) and isinstance(atom.this, exp.Column) and isinstance(atom.expression, exp.Column)):
+        return False
+    left = _column_owner(renderer.render(atom.this))
+    right = _column_owner(renderer.render(atom.expression))
+    return left is not None and right is not None and left != right
+
+
+def profile_select(select: exp.Select, scope: Scope) -> SelectProfile:
+    """Compute the profile of ``select`` with names resolved in ``scope``."""
+    items = list(select.expressions)
+    item_renderer = Renderer(scope)
+    output_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
+    renderer = Renderer(scope, output_aliases, items)
+
+    where_atoms: list[str] = []
+    join_atoms = _join_atoms(select, renderer)
+    where = select.args.get("where")
+    if where is not None:
+        for atom in conjuncts(where.this):
+            target = join_atoms if _is_implicit_join(atom, renderer) else where_atoms
+            target.append(renderer.render(atom))
+
+    group = select.args.get("group")
+    group_keys = [renderer.render_key(key) for key in group.expressions] if group is not None else []
+    having = select.args.get("having")
+    having_atoms = [renderer.render(atom) for atom in conjuncts(having.this)] if having is not None else []
+    order = select.args.get("order")
+    order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
+
+    aggregates = frozenset(
+        node.key for item in items for node in (item, *local_nodes(item)) if isinstance(node, exp.AggFunc)
+    )
+    return SelectProfile(
+        select=frozenset(item_renderer.render(item) for item in items),
+        tables=frozenset(source.resolved for source in scope.sources),
+        joins=frozenset(join_atoms),
+        where=frozenset(where_atoms),
+        group_by=frozenset(group_keys),
+        having=frozenset(having_atoms),
+        order_by=frozenset(order_keys),
+        join_count=max(0, len(scope.sources) - 1),
+        item_count=len(items),
+        has_where=bool(where_atoms),
+        has_group_by=bool(group_keys),
+        has_having=bool(having_atoms),
+        has_order_by=bool(order_keys),
+        has_limit=select.args.get("limit") is not None,
+        has_aggregation=bool(aggregates),
+        distinct=select.args.get("distinct") is not None,
+        aggregates=aggregates,
+    )

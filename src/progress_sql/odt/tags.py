@@ -1,0 +1,185 @@
+"""The diagnostic tag catalogue: every tag, what it means, when it fires, and an example pair.
+
+Local tags compare the profiles of two matched SELECT nodes; each has a rule
+``applies(pred, gold)`` and a similarity that must fall below the tag's threshold
+(:meth:`OdtConfig.threshold`). Structural tags (nested queries, CTEs, set operations, parse errors)
+are emitted by the tree comparison in :mod:`progress_sql.odt.score`. The examples double as tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from progress_sql.odt.profile import SelectProfile
+from progress_sql.sql.lexical import jaccard
+
+Category = Literal["SELECT", "JOIN", "WHERE", "GROUP", "other", "nesting", "parse"]
+Similarities = Mapping[str, float]
+Applies = Callable[[SelectProfile, SelectProfile], bool]
+Similarity = Callable[[SelectProfile, SelectProfile, Similarities], float]
+
+
+@dataclass(frozen=True, slots=True)
+class TagSpec:
+    """One catalogue entry. ``description`` is what the policy reads; it never quotes the gold."""
+
+    name: str
+    category: Category
+    description: str
+    trigger: str
+    example_pred: str
+    example_gold: str
+
+
+@dataclass(frozen=True, slots=True)
+class LocalRule:
+    """When a local tag fires: ``applies`` holds and ``similarity`` is below the threshold."""
+
+    tag: str
+    similarity: Similarity
+    applies: Applies = lambda pred, gold: True
+
+
+def _feature(name: str) -> Similarity:
+    return lambda pred, gold, sims: sims[name]
+
+
+def _aggregation_similarity(pred: SelectProfile, gold: SelectProfile, sims: Similarities) -> float:
+    return sims["has_aggregation"] * jaccard(pred.aggregates, gold.aggregates)
+
+
+def _clause_rules(tag: str, feature: str, flag: str) -> tuple[LocalRule, LocalRule, LocalRule]:
+    """MISSING / REDUNDANT / ERROR rules of an optional clause."""
+
+    def present(profile: SelectProfile) -> bool:
+        return bool(getattr(profile, flag))
+
+    return (
+        LocalRule(f"{tag}_MISSING", _feature(flag), lambda p, g: present(g) and not present(p)),
+        LocalRule(f"{tag}_REDUNDANT", _feature(flag), lambda p, g: present(p) and not present(g)),
+        LocalRule(f"{tag}_ERROR", _feature(feature), lambda p, g: present(p) and present(g)),
+    )
+
+
+LOCAL_RULES: tuple[LocalRule, ...] = (
+    LocalRule("SELECT_ERROR", lambda p, g, s: min(s["select"], s["item_count"])),
+    LocalRule("AGGREGATION_MISMATCH", _aggregation_similarity),
+    LocalRule("DISTINCT_MISMATCH", _feature("distinct")),
+    LocalRule("FROM_OR_JOIN_TABLE_MISMATCH", _feature("tables")),
+    LocalRule("JOIN_MISSING", _feature("join_count"), lambda p, g: p.join_count < g.join_count),
+    LocalRule("JOIN_REDUNDANT", _feature("join_count"), lambda p, g: p.join_count > g.join_count),
+    LocalRule("JOIN_KEY_MISMATCH", _feature("joins"), lambda p, g: p.join_count > 0 and g.join_count > 0),
+    *_clause_rules("WHERE", "where", "has_where"),
+    *_clause_rules("GROUP_BY", "group_by", "has_group_by"),
+    *_clause_rules("HAVING", "having", "has_having"),
+    *_clause_rules("ORDER_BY", "order_by", "has_order_by"),
+    LocalRule("LIMIT_MISMATCH", _feature("has_limit")),
+)
+
+_T = "SELECT name FROM singer"
+CATALOGUE: tuple[TagSpec, ...] = (
+    TagSpec("SELECT_ERROR", "SELECT", "SELECT projection differs from reference.",
+            "sim(S) < 1 or the number of SELECT items differs",
+            "SELECT name, age FROM singer", _T),
+    TagSpec("AGGREGATION_MISMATCH", "SELECT", "Aggregation usage differs from reference.",
+            "the aggregation flag or the set of aggregate functions in the SELECT list differs",
+            "SELECT max(age) FROM singer", "SELECT avg(age) FROM singer"),
+    TagSpec("DISTINCT_MISMATCH", "SELECT", "DISTINCT usage differs from reference.",
+            "SELECT DISTINCT on one side only (COUNT(DISTINCT x) is an aggregate argument, not this flag)",
+            "SELECT DISTINCT name FROM singer", _T),
+    TagSpec("FROM_OR_JOIN_TABLE_MISMATCH", "JOIN", "FROM/JOIN tables differ from expected.",
+            "sim(T) < 1: the sets of FROM/JOIN sources differ (aliases resolved, self-joins kept apart)",
+            "SELECT name FROM artist", _T),
+    TagSpec("JOIN_MISSING", "JOIN", "A required join is missing.",
+            "fewer joined sources than the reference",
+            "SELECT T1.name FROM singer AS T1",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id"),
+    TagSpec("JOIN_REDUNDANT", "JOIN", "Redundant join structures are introduced.",
+            "more joined sources than the reference",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id",
+            "SELECT T1.name FROM singer AS T1"),
+    TagSpec("JOIN_KEY_MISMATCH", "JOIN", "Join conditions differ from reference.",
+            "sim(J) < 1 while both sides join (ON conditions, USING, and column = column WHERE predicates "
+            "across two tables)",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.concert_id",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id"),
+    TagSpec("WHERE_MISSING", "WHERE", "Filtering predicates are missing.",
+            "the reference filters rows, the prediction does not",
+            _T, "SELECT name FROM singer WHERE age > 30"),
+    TagSpec("WHERE_REDUNDANT", "WHERE", "Unnecessary filtering predicates are introduced.",
+            "the prediction filters rows, the reference does not",
+            "SELECT name FROM singer WHERE age > 30", _T),
+    TagSpec("WHERE_ERROR", "WHERE", "Filtering predicates differ from reference.",
+            "both filter and sim(W) < 1 (atoms split on AND, literals as placeholders)",
+            "SELECT name FROM singer WHERE age < 30", "SELECT name FROM singer WHERE age > 30"),
+    TagSpec("GROUP_BY_MISSING", "GROUP", "GROUP BY is missing.",
+            "the reference groups, the prediction does not",
+            "SELECT country, count(*) FROM singer", "SELECT country, count(*) FROM singer GROUP BY country"),
+    TagSpec("GROUP_BY_REDUNDANT", "GROUP", "GROUP BY is unnecessary.",
+            "the prediction groups, the reference does not",
+            "SELECT country FROM singer GROUP BY country", "SELECT country FROM singer"),
+    TagSpec("GROUP_BY_ERROR", "GROUP", "GROUP BY columns are not aligned with reference.",
+            "both group and sim(G) < 1",
+            "SELECT count(*) FROM singer GROUP BY name", "SELECT count(*) FROM singer GROUP BY country"),
+    TagSpec("HAVING_MISSING", "GROUP", "HAVING condition is missing.",
+            "the reference has HAVING, the prediction does not",
+            "SELECT country FROM singer GROUP BY country",
+            "SELECT country FROM singer GROUP BY country HAVING count(*) > 1"),
+    TagSpec("HAVING_REDUNDANT", "GROUP", "HAVING condition is unnecessary.",
+            "the prediction has HAVING, the reference does not",
+            "SELECT country FROM singer GROUP BY country HAVING count(*) > 1",
+            "SELECT country FROM singer GROUP BY country"),
+    TagSpec("HAVING_ERROR", "GROUP", "HAVING condition differs from reference.",
+            "both have HAVING and sim(H) < 1",
+            "SELECT country FROM singer GROUP BY country HAVING max(age) > 1",
+            "SELECT country FROM singer GROUP BY country HAVING count(*) > 1"),
+    TagSpec("ORDER_BY_MISSING", "other", "Ordering is missing.",
+            "the reference orders, the prediction does not",
+            _T, "SELECT name FROM singer ORDER BY age"),
+    TagSpec("ORDER_BY_REDUNDANT", "other", "Ordering is unnecessary.",
+            "the prediction orders, the reference does not",
+            "SELECT name FROM singer ORDER BY age", _T),
+    TagSpec("ORDER_BY_ERROR", "other", "Ordering differs from reference.",
+            "both order and sim(O) < 1 (direction included; ASC is explicit)",
+            "SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age DESC"),
+    TagSpec("LIMIT_MISMATCH", "other", "Row limit usage differs from reference.",
+            "LIMIT on one side only (the limit value is a literal, compared lexically)",
+            "SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age LIMIT 1"),
+    TagSpec("SUBQUERY_MISSING", "nesting", "A nested query is missing.",
+            "a reference SUBQUERY node has no counterpart in the prediction",
+            "SELECT name FROM singer WHERE age > 30",
+            "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)"),
+    TagSpec("SUBQUERY_REDUNDANT", "nesting", "An unnecessary nested query is introduced.",
+            "a predicted SUBQUERY node has no counterpart in the reference",
+            "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)",
+            "SELECT name FROM singer WHERE age > 30"),
+    TagSpec("SUBQUERY_ERROR", "nesting", "A nested query is structured differently from reference.",
+            "a matched SUBQUERY pair scores below 1 (the nested query's own tags are reported too)",
+            "SELECT name FROM singer WHERE age > (SELECT max(age) FROM singer)",
+            "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)"),
+    TagSpec("SET_OP_MISMATCH", "nesting", "Set operation differs from reference.",
+            "the set operation (UNION, UNION ALL, INTERSECT, EXCEPT, none) or its number of arms differs",
+            "SELECT name FROM singer UNION SELECT name FROM artist",
+            "SELECT name FROM singer INTERSECT SELECT name FROM artist"),
+    TagSpec("CTE_MISSING", "nesting", "A common table expression is missing.",
+            "a reference CTE (matched by name, case-insensitively) has no counterpart",
+            "SELECT name FROM singer",
+            "WITH s AS (SELECT name FROM singer) SELECT name FROM s"),
+    TagSpec("CTE_REDUNDANT", "nesting", "An unnecessary common table expression is introduced.",
+            "a predicted CTE has no counterpart in the reference",
+            "WITH s AS (SELECT name FROM singer) SELECT name FROM s",
+            "SELECT name FROM singer"),
+    TagSpec("CTE_ERROR", "nesting", "A common table expression differs from reference.",
+            "a CTE matched by name scores below 1",
+            "WITH s AS (SELECT name FROM singer WHERE age > 1) SELECT name FROM s",
+            "WITH s AS (SELECT name FROM singer) SELECT name FROM s"),
+    TagSpec("PARSE_ERROR", "parse", "The previous SQL could not be parsed.",
+            "the prediction is not one parsable SQL query (the fallback message replaces clause feedback)",
+            "SELEC name FROM singer", _T),
+)  # fmt: skip
+
+TAGS: Mapping[str, TagSpec] = {spec.name: spec for spec in CATALOGUE}
+#: Order in which tags are reported: the catalogue order.
+TAG_ORDER: Mapping[str, int] = {spec.name: index for index, spec in enumerate(CATALOGUE)}
