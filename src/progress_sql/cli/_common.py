@@ -7,7 +7,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-stdout = Console(highlight=False, soft_wrap=True)
+stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

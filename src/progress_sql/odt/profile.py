@@ -84,18 +84,17 @@ def _source_entry(source: exp.Expr) -> tuple[str, str | None, str | None]:
 
 
 def scope_for(select: exp.Select, schema: Schema | None = None, parent: Scope | None = None) -> Scope:
-    """Resolve the FROM / JOIN sources of ``select``; a source used twice gets ``#1``, ``#2``."""
+    """Resolve the FROM / JOIN sources of ``select``; repeated sources are ``name``, ``name#2``, ..."""
     from_clause = select.args.get("from_")
     raw: list[exp.Expr] = [from_clause.this] if from_clause is not None else []
     raw.extend(join.this for join in select.args.get("joins") or ())
     entries = [_source_entry(source) for source in raw]
-    totals = Counter(name for name, _, _ in entries)
     seen: Counter[str] = Counter()
     indexed = []
     for name, table, alias in entries:
         seen[name] += 1
-        resolved = f"{name}#{seen[name]}" if totals[name] > 1 else name
-        indexed.append((resolved, table, alias))
+        # The first occurrence keeps the bare name, so that a missing self-join still shares it.
+        indexed.append((name if seen[name] == 1 else f"{name}#{seen[name]}", table, alias))
     return Scope.for_sources(indexed, schema=schema, parent=parent)
 
 

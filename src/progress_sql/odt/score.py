@@ -120,7 +120,9 @@ class _Comparer:
         return Comparison(alpha * local + (1 - alpha) * child_score, frozenset(tags | child_tags), sims)
 
     def _set_op(self, pred: OdtNode, gold: OdtNode) -> Comparison:
-        child_score, tags = self._match(pred.children, gold.children)
+        # EXCEPT is not commutative: its arms pair up by position, not by best score.
+        ordered = pred.label == gold.label == "except"
+        child_score, tags = self._match(pred.children, gold.children, ordered=ordered)
         pred_arms = sum(child.kind in QUERY_KINDS for child in pred.children)
         gold_arms = sum(child.kind in QUERY_KINDS for child in gold.children)
         op_sim = float(pred.label == gold.label and pred_arms == gold_arms)
@@ -129,15 +131,18 @@ class _Comparer:
         weight = self.config.set_op_weight
         return Comparison(weight * op_sim + (1 - weight) * child_score, tags)
 
-    def _match(self, preds: tuple[OdtNode, ...], golds: tuple[OdtNode, ...]) -> tuple[float, frozenset[str]]:
-        """Greedy child matching: each gold child takes the best-scoring unmatched compatible one."""
+    def _match(
+        self, preds: tuple[OdtNode, ...], golds: tuple[OdtNode, ...], *, ordered: bool = False
+    ) -> tuple[float, frozenset[str]]:
+        """Greedy child matching: each gold child takes the best-scoring unmatched compatible one
+        (with ``ordered``, only the predicted child at the same position is a candidate)."""
         used: set[int] = set()
         total = 0.0
         tags: set[str] = set()
-        for gold in golds:
+        for gold_index, gold in enumerate(golds):
             best_index, best = -1, None
             for index, pred in enumerate(preds):
-                if index in used or not _compatible(pred, gold):
+                if index in used or not _compatible(pred, gold) or (ordered and index != gold_index):
                     continue
                 candidate = self.compare(pred, gold)
                 if best is None or candidate.score > best.score:
