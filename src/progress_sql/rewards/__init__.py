@@ -1,0 +1,1 @@
+"""Trajectory rewards: the paper's progressive reward and the peers' rewards."""

@@ -1,0 +1,125 @@
+"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sql>...</sql>`` format).
+
+The format is right when the response is exactly one think block followed by one sql block holding
+a non-empty query, with nothing but whitespace outside them. When it is not, the SQL is still
+recovered where possible (an ``<sql>`` block anywhere, a fenced sql block, a bare statement) so that
+execution and the ODT can score it, but ``format_ok`` stays False and ``problem`` says why.
+Extraction never raises, whatever the text.
+
+>>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
+Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None)
+>>> extract("Sure! ```sql\\nSELECT 1\\n```").sql, extract("Sure! ```sql\\nSELECT 1\\n```").problem
+('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Source = Literal["tags", "fenced", "bare", "none"]
+
+# Only linear-time scans: a policy can emit megabytes of unbalanced tags, and a lazy ``.*?`` pattern
+# over such text is quadratic.
+_TAG = re.compile(r"<(/?)(think|sql)>", re.IGNORECASE)
+_FENCE_LANGUAGE = re.compile(r"(?:sql|sqlite)?[ \t]*\n?", re.IGNORECASE)
+_BARE = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    name: str
+    outer_start: int
+    inner_start: int
+    inner_end: int
+    outer_end: int
+
+
+def _blocks(text: str) -> list[_Block]:
+    """``<think>`` / ``<sql>`` blocks in order; an opening tag pairs with the next closing one."""
+    blocks: list[_Block] = []
+    open_tag: tuple[str, int, int] | None = None
+    for match in _TAG.finditer(text):
+        closing, name = match.group(1) == "/", match.group(2).lower()
+        if not closing and open_tag is None:
+            open_tag = (name, match.start(), match.end())
+        elif closing and open_tag is not None and open_tag[0] == name:
+            blocks.append(_Block(name, open_tag[1], open_tag[2], match.start(), match.end()))
+            open_tag = None
+    return blocks
+
+
+def _fenced(text: str) -> list[str]:
+    """Contents of ``` fenced blocks, with a leading sql/sqlite language tag removed."""
+    contents = []
+    start = text.find("```")
+    while start != -1:
+        end = text.find("```", start + 3)
+        if end == -1:
+            break
+        body = text[start + 3 : end]
+        language = _FENCE_LANGUAGE.match(body)
+        contents.append(body[language.end() if language else 0 :].strip())
+        start = text.find("```", end + 3)
+    return [content for content in contents if content]
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """The SQL found in one response, and whether the response followed the required format."""
+
+    sql: str | None
+    format_ok: bool
+    source: Source
+    problem: str | None = None
+
+
+def _tagged(text: str, blocks: list[_Block]) -> Extracted | None:
+    sql_blocks = [b for b in blocks if b.name == "sql"]
+    if not sql_blocks:
+        return None
+    last = sql_blocks[-1]
+    sql = text[last.inner_start : last.inner_end].strip() or None
+    exact = (
+        [b.name for b in blocks] == ["think", "sql"]
+        and not text[: blocks[0].outer_start].strip()
+        and not text[blocks[0].outer_end : blocks[1].outer_start].strip()
+        and not text[blocks[1].outer_end :].strip()
+    )
+    if exact:
+        if sql is None:
+            return Extracted(None, False, "tags", "the <sql> block is empty")
+        return Extracted(sql, True, "tags")
+    if len(sql_blocks) > 1:
+        problem = f"{len(sql_blocks)} <sql> blocks; the last one is used"
+    elif not any(b.name == "think" for b in blocks):
+        problem = "no <think> block before the <sql> block"
+    else:
+        problem = "text outside the <think> and <sql> blocks"
+    return Extracted(sql, False, "tags", problem)
+
+
+def extract(text: str) -> Extracted:
+    """Extract the SQL of a response and judge its format (never raises, linear time)."""
+    if not isinstance(text, str) or not text.strip():
+        return Extracted(None, False, "none", "empty response")
+    blocks = _blocks(text)
+    tagged = _tagged(text, blocks)
+    if tagged is not None:
+        return tagged
+    fenced = _fenced(text)
+    if fenced:
+        return Extracted(fenced[-1], False, "fenced", "no <think>/<sql> blocks; recovered a fenced sql block")
+    # Drop the reasoning, which may mention SELECT in prose.
+    kept, position = [], 0
+    for block in blocks:
+        kept.append(text[position : block.outer_start])
+        position = block.outer_end
+    kept.append(text[position:])
+    outside_think = " ".join(kept)
+    bare = _BARE.search(outside_think)
+    if bare is not None:
+        statement = outside_think[bare.start() :].strip()
+        return Extracted(statement, False, "bare", "no <think>/<sql> blocks; recovered a bare statement")
+    return Extracted(None, False, "none", "no SQL found")
