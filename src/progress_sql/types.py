@@ -10,7 +10,8 @@ class Turn:
     """One policy turn of a refinement trajectory, as the reward sees it.
 
     ``executable`` is E(y): the SQL ran without a syntax or runtime error (a timeout is not
-    executable); ``f`` is the alignment F = (F_struct + F_lex) / 2 against the gold.
+    executable); ``f`` is the alignment F = (F_struct + F_lex) / 2 against the gold; ``response`` is
+    the raw model text (length-based rewards read it).
     """
 
     sql: str | None
@@ -18,6 +19,7 @@ class Turn:
     executable: bool
     match: bool
     f: float
+    response: str = ""
 
 
 @dataclass(frozen=True, slots=True)
