@@ -12,7 +12,7 @@ import typer
 
 from progress_sql import __version__
 
-COMMAND_MODULES: tuple[str, ...] = ("demo", "diagnose")
+COMMAND_MODULES: tuple[str, ...] = ("demo", "diagnose", "reward-bound")
 
 app = typer.Typer(
     name="progress-sql",
@@ -39,7 +39,7 @@ def _root(
 
 
 for _name in COMMAND_MODULES:
-    importlib.import_module(f"progress_sql.cli.{_name}").register(app)
+    importlib.import_module(f"progress_sql.cli.{_name.replace('-', '_')}").register(app)
 
 
 def main() -> None:
