@@ -1,0 +1,67 @@
+"""Replay scripted responses from a file: for tests, demos and re-scoring saved generations.
+
+The file is JSONL; each line holds ``{"key": ..., "responses": [...]}`` where ``key`` identifies a
+conversation (by default the text of its first user message) and ``responses`` are returned in
+order, one per request for that key (the last one repeats once they run out).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from progress_sql.backends.base import GenerationConfig
+from progress_sql.errors import DatasetError
+from progress_sql.prompts import Message
+
+KeyFn = Callable[[Sequence[Message]], str]
+
+
+def first_user_message(messages: Sequence[Message]) -> str:
+    return next((m["content"] for m in messages if m["role"] == "user"), "")
+
+
+class ReplayBackend:
+    """Answers each conversation with the next scripted response for its key."""
+
+    name = "replay"
+
+    def __init__(self, script: Mapping[str, Sequence[str]], key: KeyFn = first_user_message) -> None:
+        self.script = {k: list(v) for k, v in script.items()}
+        self.key = key
+        self.calls: dict[str, int] = {}
+
+    @classmethod
+    def from_file(cls, path: str | Path, key: KeyFn = first_user_message) -> ReplayBackend:
+        script: dict[str, list[str]] = {}
+        file = Path(path)
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except OSError as error:
+            raise DatasetError(f"cannot read replay file {file}: {error}") from error
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                script[str(record["key"])] = [str(r) for r in record["responses"]]
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise DatasetError(f"{file}:{number}: expected {{'key': ..., 'responses': [...]}} ({error})") from error
+        return cls(script, key)
+
+    def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]:
+        results = []
+        for messages in conversations:
+            key = self.key(messages)
+            responses = self.script.get(key)
+            if not responses:
+                results.append([""] * config.n)  # an unscripted conversation gets an empty answer
+                continue
+            batch = []
+            for _ in range(config.n):
+                index = self.calls.get(key, 0)
+                batch.append(responses[min(index, len(responses) - 1)])
+                self.calls[key] = index + 1
+            results.append(batch)
+        return results

@@ -1,0 +1,109 @@
+"""The OpenAI-compatible backend against a real HTTP server that speaks chat completions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from progress_sql.backends.base import GenerationConfig
+from progress_sql.backends.openai_compat import BackendError, OpenAICompatibleBackend
+from progress_sql.prompts import initial_messages
+
+
+class ChatServer(ThreadingHTTPServer):
+    """Answers /v1/chat/completions with scripted text; can fail the first requests with a status."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), ChatHandler)
+        self.requests: list[dict[str, Any]] = []
+        self.fail_first: list[int] = []
+        self.lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class ChatHandler(BaseHTTPRequestHandler):
+    server: ChatServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        if self.path != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.requests.append(request)
+            status = self.server.fail_first.pop(0) if self.server.fail_first else 200
+        if status != 200:
+            self._send(status, {"error": {"message": "scripted failure"}})
+            return
+        if request.get("model") != "tiny":
+            self._send(400, {"error": {"message": f"model {request.get('model')} not found"}})
+            return
+        question = request["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": f"<think>{question}</think><sql>SELECT {i}</sql>"},
+             "finish_reason": "stop"}
+            for i in reversed(range(request["n"]))  # out of order on purpose: the client sorts by index
+        ]  # fmt: skip
+        self._send(200, {"id": "x", "object": "chat.completion", "choices": choices})
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    chat = ChatServer()
+    thread = threading.Thread(target=chat.serve_forever, daemon=True)
+    thread.start()
+    yield chat
+    chat.shutdown()
+    chat.server_close()
+
+
+def test_generates_n_choices_per_conversation_in_order(server: ChatServer) -> None:
+    backend = OpenAICompatibleBackend(server.base_url, "tiny", api_key="secret", concurrency=2)
+    conversations = [initial_messages("", f"question {i}") for i in range(5)]
+    outputs = backend.generate(conversations, GenerationConfig(n=3, temperature=1.0, seed=7))
+    assert [out[0] for out in outputs] == [f"<think>question {i}</think><sql>SELECT 0</sql>" for i in range(5)]
+    assert all(out[2].endswith("<sql>SELECT 2</sql>") for out in outputs)
+    sent = server.requests[0]
+    assert (sent["n"], sent["temperature"], sent["seed"], sent["max_tokens"]) == (3, 1.0, 7, 1024)
+    assert sent["messages"][0]["role"] == "system"
+
+
+def test_retries_transient_server_errors(server: ChatServer) -> None:
+    server.fail_first = [503, 429]
+    backend = OpenAICompatibleBackend(server.base_url, "tiny", retries=3, concurrency=1)
+    assert backend.generate([initial_messages("", "q")], GenerationConfig())[0] == [
+        "<think>q</think><sql>SELECT 0</sql>"
+    ]
+    assert len(server.requests) == 3
+
+
+def test_client_errors_are_not_retried_and_say_why(server: ChatServer) -> None:
+    backend = OpenAICompatibleBackend(server.base_url, "missing-model", retries=3)
+    with pytest.raises(BackendError, match=r"HTTP 400.*missing-model not found"):
+        backend.generate([initial_messages("", "q")], GenerationConfig())
+    assert len(server.requests) == 1
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    backend = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "tiny", retries=0, timeout=2)
+    with pytest.raises(BackendError, match="cannot reach"):
+        backend.generate([initial_messages("", "q")], GenerationConfig())
