@@ -1,0 +1,241 @@
+"""ODT throughput on real model output: five published systems' Spider dev predictions against the golds.
+
+One run times four stages on the same SQL, in one process (so figures are per core), each the median
+of ``--repeat`` runs:
+
+* parse     ``parse_sql`` on every prediction (the baseline: sqlglot's parser behind our limits);
+* build     ``build_odt`` on every prediction (parse + double-quote rule + profile tree);
+* diagnose  ``diagnose(pred, gold)`` with each gold prepared once beforehand (the reward loop's case);
+* diagnose+gold  the same, preparing the gold inside the loop for every pair.
+
+It prints a table (pairs/s, microseconds per pair, ratio to parse) and records it in
+docs/benchmarks.md under "## ODT" with the command, date and machine. Run from the repository root:
+
+    .venv/bin/python bench/odt.py [--pairs N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import sqlglot
+from rich.console import Console
+from rich.table import Table
+
+from progress_sql.odt import build_odt, diagnose, prepare_gold
+from progress_sql.sql.parse import parse_sql
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DOC = ROOT / "docs" / "benchmarks.md"
+MODELS = (1, 2, 3, 4, 5)
+TARGET_PER_SECOND = 1_000
+DOC_HEADER = (
+    "# Benchmarks\n\n"
+    "Benchmarks: each figure with the command that produced it; medians of repeats on the project's 2-core "
+    "machine, ratios against a baseline measured in the same run.\n"
+)
+SECTION = "## ODT"
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    what: str
+    seconds: float  # median over repeats, for all pairs
+
+    def per_second(self, pairs: int) -> float:
+        return pairs / self.seconds
+
+    def microseconds(self, pairs: int) -> float:
+        return self.seconds / pairs * 1e6
+
+
+def load_pairs(data: Path) -> list[tuple[str, int]]:
+    """(prediction, gold index) for every model and dev question, model by model; exits 1 when absent."""
+    gold_file = data / "spider" / "dev_gold.sql"
+    folder = data / "predictions" / "spider-dev"
+    missing = [p for p in (gold_file, *(folder / f"model_{m}.txt" for m in MODELS)) if not p.is_file()]
+    if missing:
+        sys.exit(
+            f"error: benchmark data not found: {', '.join(map(str, missing))}\n"
+            f"This benchmark needs ../shared/data beside the checkout (see ../shared/data/README.md), "
+            f"or pass --data-dir."
+        )
+    pairs: list[tuple[str, int]] = []
+    for model in MODELS:
+        lines = (folder / f"model_{model}.txt").read_text(encoding="utf-8").splitlines()
+        pairs.extend((sql, index) for index, sql in enumerate(lines))
+    return pairs
+
+
+def load_golds(data: Path) -> list[str]:
+    lines = (data / "spider" / "dev_gold.sql").read_text(encoding="utf-8").splitlines()
+    return [line.rpartition("\t")[0] for line in lines]
+
+
+def median_seconds(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int) -> list[Stage]:
+    preds = [pred for pred, _ in pairs]
+    gold_sql = [golds[index] for _, index in pairs]
+    prepared = {index: prepare_gold(golds[index]) for index in {index for _, index in pairs}}
+    references = [prepared[index] for _, index in pairs]
+
+    def parse() -> None:
+        for pred in preds:
+            parse_sql(pred)
+
+    def build() -> None:
+        for pred in preds:
+            build_odt(pred)
+
+    def diagnose_prepared() -> None:
+        for pred, reference in zip(preds, references, strict=True):
+            diagnose(pred, reference)
+
+    def diagnose_with_gold() -> None:
+        for pred, gold in zip(preds, gold_sql, strict=True):
+            diagnose(pred, prepare_gold(gold))
+
+    stages = (
+        ("parse", "parse_sql(pred)", parse),
+        ("build", "build_odt(pred)", build),
+        ("diagnose", "diagnose(pred, gold prepared once)", diagnose_prepared),
+        ("diagnose+gold", "prepare_gold(gold) + diagnose(pred, gold)", diagnose_with_gold),
+    )
+    for _, _, run in stages:  # warm up every code path once, untimed
+        run()
+    return [Stage(name, what, median_seconds(run, repeat)) for name, what, run in stages]
+
+
+def machine() -> dict[str, str]:
+    parser_file = getattr(sqlglot.parser, "__file__", "") or ""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "nproc": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "sqlglot": metadata.version("sqlglot"),
+        "sqlglotc compiled parser": "active" if parser_file.endswith(".so") else "not active (pure Python)",
+        "platform": platform.platform(),
+        "load average at start": " / ".join(f"{value:.2f}" for value in load) if load else "n/a",
+    }
+
+
+def render_table(stages: Sequence[Stage], pairs: int) -> Table:
+    baseline = stages[0]
+    table = Table(title=f"ODT throughput, {pairs} prediction/gold pairs, single process")
+    for header in ("stage", "what is timed", "median s", "pairs/s", "µs/pair", "× parse time"):
+        table.add_column(header, justify="left" if header in ("stage", "what is timed") else "right")
+    for stage in stages:
+        table.add_row(
+            stage.name,
+            stage.what,
+            f"{stage.seconds:.3f}",
+            f"{stage.per_second(pairs):,.0f}",
+            f"{stage.microseconds(pairs):,.0f}",
+            f"{stage.seconds / baseline.seconds:.2f}",
+        )
+    return table
+
+
+def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, info: dict[str, str]) -> str:
+    baseline = stages[0]
+    by_name = {stage.name: stage for stage in stages}
+    lines = [
+        SECTION,
+        "",
+        "Throughput of the Oracle-guided Diagnostic Tree on real model output: the five published systems' "
+        "Spider dev predictions (`../shared/data/predictions/spider-dev/model_{1..5}.txt`) against the dev "
+        "golds, all stages on the same SQL in one process (per core). Baseline: `parse_sql` alone.",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}  ",
+        "Machine: " + ", ".join(f"{key} {value}" for key, value in info.items()),
+        "",
+        f"{pairs} pairs, median of {repeat} repeats (time.perf_counter), after one untimed warm-up pass.",
+        "",
+        "| stage | what is timed | median s | pairs/s | µs/pair | × parse time |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for stage in stages:
+        lines.append(
+            f"| {stage.name} | `{stage.what}` | {stage.seconds:.3f} | {stage.per_second(pairs):,.0f} "
+            f"| {stage.microseconds(pairs):,.0f} | {stage.seconds / baseline.seconds:.2f} |"
+        )
+    verdicts = []
+    for name in ("diagnose", "diagnose+gold"):
+        rate = by_name[name].per_second(pairs)
+        verdict = "met" if rate >= TARGET_PER_SECOND else "NOT met"
+        verdicts.append(f"{name} {rate:,.0f}/s: {verdict}")
+    lines += [
+        "",
+        f"Target: >= {TARGET_PER_SECOND:,} diagnoses per second per core ({'; '.join(verdicts)}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(doc: Path, section: str) -> None:
+    """Replace (or append) the "## ODT" section of ``doc``, creating the file with its header."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_HEADER
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
+    if start is None:
+        new_text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        new_text = "\n".join([*lines[:start], *section.rstrip("\n").splitlines(), "", *lines[end:]]).rstrip("\n") + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(new_text if new_text.endswith("\n") else new_text + "\n", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--pairs", type=int, default=None, help="number of pairs (default: all, 5 x 1034)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed repeats per stage; the median is reported")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="the shared data folder")
+    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="where the results are recorded")
+    parser.add_argument("--no-doc", action="store_true", help="print only; do not update --doc")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or (args.pairs is not None and args.pairs < 1):
+        parser.error("--pairs and --repeat must be positive")
+
+    pairs = load_pairs(args.data_dir)
+    if args.pairs is not None:
+        pairs = pairs[: args.pairs]
+    golds = load_golds(args.data_dir)
+    info = machine()
+    stages = measure(pairs, golds, args.repeat)
+
+    console = Console(width=150)
+    console.print(render_table(stages, len(pairs)))
+    console.print(", ".join(f"{key}: {value}" for key, value in info.items()))
+    if not args.no_doc:
+        shown_args = sys.argv[1:] if argv is None else list(argv)
+        command = shlex.join([".venv/bin/python", "bench/odt.py", *shown_args])
+        write_section(args.doc, markdown(stages, len(pairs), args.repeat, command, info))
+        console.print(f"recorded in {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
