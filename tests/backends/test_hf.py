@@ -1,0 +1,77 @@
+"""The transformers backend with a tiny model built from a config and a tokenizer trained here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the transformers backend needs the [trl] extra")
+transformers = pytest.importorskip("transformers", reason="the transformers backend needs the [trl] extra")
+
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+
+from progress_sql.backends.base import GenerationConfig  # noqa: E402
+from progress_sql.backends.hf import TransformersBackend  # noqa: E402
+from progress_sql.prompts import initial_messages  # noqa: E402
+
+CORPUS = [
+    "user: how many singers are there? assistant: <think>count</think><sql>SELECT count(*) FROM singer</sql>",
+    "system: you write SQL. user: list the names. assistant: <sql>SELECT name FROM singer</sql>",
+] * 20
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[Any, Any]:
+    torch.manual_seed(0)
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator(
+        CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<eos>", "<unk>"], show_progress=False)
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    config = transformers.Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    return transformers.Qwen2ForCausalLM(config).eval(), tokenizer
+
+
+def test_greedy_generation_is_deterministic(tiny: tuple[Any, Any]) -> None:
+    backend = TransformersBackend(*tiny)
+    conversations = [initial_messages("", "how many singers?"), initial_messages("", "list the names")]
+    first = backend.generate(conversations, GenerationConfig(max_tokens=8))
+    second = backend.generate(conversations, GenerationConfig(max_tokens=8))
+    assert first == second
+    assert [len(choices) for choices in first] == [1, 1]
+    assert all(isinstance(text, str) for choices in first for text in choices)
+
+
+def test_sampling_returns_n_choices_and_respects_the_seed(tiny: tuple[Any, Any]) -> None:
+    backend = TransformersBackend(*tiny)
+    config = GenerationConfig(n=3, temperature=1.0, max_tokens=6, seed=11)
+    conversation = [initial_messages("", "how many singers?")]
+    outputs = backend.generate(conversation, config)
+    assert len(outputs[0]) == 3
+    assert backend.generate(conversation, config) == outputs
+
+
+def test_chat_template_is_used_when_present(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    try:
+        backend = TransformersBackend(model, tokenizer)
+        assert backend.use_chat_template
+        assert backend._prompt(initial_messages("", "q")).endswith("user: Question: q\nassistant:")
+    finally:
+        tokenizer.chat_template = None
