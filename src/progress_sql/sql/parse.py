@@ -69,10 +69,10 @@ def paren_depth(sql: str) -> int:
     return deepest
 
 
-def ast_depth(tree: exp.Expression) -> int:
+def ast_depth(tree: exp.Expr) -> int:
     """Depth of a syntax tree, computed without recursion."""
     deepest = 0
-    stack: list[tuple[exp.Expression, int]] = [(tree, 1)]
+    stack: list[tuple[exp.Expr, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
@@ -81,21 +81,21 @@ def ast_depth(tree: exp.Expression) -> int:
 
 
 def parse_sql(
-    sql: str,
+    sql: object,
     *,
     dialect: str = DEFAULT_DIALECT,
     max_chars: int = MAX_SQL_CHARS,
     max_paren_depth: int = MAX_PAREN_DEPTH,
     max_ast_depth: int = MAX_AST_DEPTH,
-) -> exp.Expression | ParseFailure:
+) -> exp.Expr | ParseFailure:
     """Parse exactly one SQL statement, or say why not.
 
     Trailing semicolons and surrounding whitespace are ignored. Input over ``max_chars`` characters
     or nested deeper than the limits is a failure, never a crash.
     """
-    if not isinstance(sql, str):
+    text = strip_sql(sql) if isinstance(sql, str) else None  # callers may hand over model output as-is
+    if text is None:
         return ParseFailure(f"expected a string, got {type(sql).__name__}")
-    text = strip_sql(sql)
     if not text:
         return ParseFailure("empty SQL")
     if len(text) > max_chars:
