@@ -1,0 +1,83 @@
+"""Turn benchmark files (Spider and BIRD release layouts) into :class:`Example` records.
+
+Spider: a JSON list of ``{db_id, question, query, ...}``; databases at
+``<db_root>/<db_id>/<db_id>.sqlite``. BIRD: a JSON list of ``{question_id, db_id, question, evidence,
+SQL, difficulty}``; same database layout under ``dev_databases/``. A missing database file is not an
+error here: the example keeps its path and callers decide (evaluation reports it as skipped).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from progress_sql.errors import DatasetError
+from progress_sql.types import Example
+
+
+def database_path(db_root: str | Path, db_id: str) -> Path:
+    """Where the release layout keeps ``db_id``'s SQLite file."""
+    return Path(db_root) / db_id / f"{db_id}.sqlite"
+
+
+def _read_json_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"questions file not found: {path}") from None
+    except (OSError, ValueError) as error:
+        raise DatasetError(f"cannot read {path} as JSON: {error}") from None
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise DatasetError(f"{path}: expected a JSON list of objects")
+    return data
+
+
+def _field(item: dict[str, Any], names: tuple[str, ...], path: Path, index: int) -> str:
+    for name in names:
+        value = item.get(name)
+        if isinstance(value, str):
+            return value
+    raise DatasetError(f"{path}: example {index} has no string field {' / '.join(names)}")
+
+
+def load_spider(questions: str | Path, db_root: str | Path) -> list[Example]:
+    """Examples from a Spider-format questions file (``query`` or ``SQL`` holds the gold)."""
+    path = Path(questions)
+    examples = []
+    for index, item in enumerate(_read_json_list(path)):
+        db_id = _field(item, ("db_id",), path, index)
+        difficulty = item.get("hardness", item.get("difficulty"))
+        examples.append(
+            Example(
+                index=index,
+                question=_field(item, ("question",), path, index),
+                db_id=db_id,
+                db_path=str(database_path(db_root, db_id)),
+                gold_sql=_field(item, ("query", "SQL", "sql"), path, index),
+                evidence=str(item.get("evidence") or ""),
+                difficulty=difficulty if isinstance(difficulty, str) else None,
+            )
+        )
+    return examples
+
+
+def load_bird(questions: str | Path, db_root: str | Path) -> list[Example]:
+    """Examples from a BIRD-format questions file (``SQL``, ``evidence``, ``difficulty``)."""
+    path = Path(questions)
+    examples = []
+    for index, item in enumerate(_read_json_list(path)):
+        db_id = _field(item, ("db_id",), path, index)
+        difficulty = item.get("difficulty")
+        examples.append(
+            Example(
+                index=index,
+                question=_field(item, ("question",), path, index),
+                db_id=db_id,
+                db_path=str(database_path(db_root, db_id)),
+                gold_sql=_field(item, ("SQL", "query"), path, index),
+                evidence=str(item.get("evidence") or ""),
+                difficulty=difficulty if isinstance(difficulty, str) else None,
+            )
+        )
+    return examples

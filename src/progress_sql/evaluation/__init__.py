@@ -1,0 +1,1 @@
+"""Evaluation: scoring predictions against gold queries (execution accuracy first)."""

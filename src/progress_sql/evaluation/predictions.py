@@ -1,0 +1,61 @@
+"""Read prediction files: one SQL per line in dataset order (Spider style) or JSONL records.
+
+Spider style: each line is ``SQL`` or ``SQL<TAB>db_id`` (the official evaluator keeps the text
+before the first tab); the line is stripped. JSONL (``.jsonl`` files): one object per line with the
+SQL under ``sql``, ``pred`` or ``prediction`` and optionally its dataset ``index``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from progress_sql.errors import DatasetError
+
+_SQL_FIELDS = ("sql", "pred", "prediction", "predicted_sql")
+
+
+def load_predictions(path: str | Path, count: int) -> list[str]:
+    """The ``count`` predictions of ``path``, in dataset order; a clear DatasetError otherwise."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise DatasetError(f"predictions file not found: {file}") from None
+    except OSError as error:
+        raise DatasetError(f"cannot read predictions file {file}: {error}") from None
+    if file.suffix == ".jsonl":
+        return _from_jsonl(file, text, count)
+    lines = text.splitlines()
+    while lines and not lines[-1].strip() and len(lines) > count:
+        lines.pop()  # trailing blank lines
+    if len(lines) != count:
+        raise DatasetError(
+            f"{file}: {len(lines)} predictions for {count} examples (one SQL per line, in order)"
+        )
+    return [line.strip().split("\t")[0] for line in lines]
+
+
+def _from_jsonl(file: Path, text: str, count: int) -> list[str]:
+    found: dict[int, str] = {}
+    rows = [line for line in text.splitlines() if line.strip()]
+    for position, line in enumerate(rows):
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise DatasetError(f"{file}: line {position + 1} is not JSON: {error}") from None
+        if not isinstance(record, dict):
+            raise DatasetError(f"{file}: line {position + 1} is not a JSON object")
+        sql = next((record[k] for k in _SQL_FIELDS if isinstance(record.get(k), str)), None)
+        if sql is None:
+            raise DatasetError(f"{file}: line {position + 1} has no SQL field ({', '.join(_SQL_FIELDS)})")
+        index = record.get("index", position)
+        if not isinstance(index, int) or not 0 <= index < count:
+            raise DatasetError(f"{file}: line {position + 1} has index {index!r} outside 0..{count - 1}")
+        if index in found:
+            raise DatasetError(f"{file}: index {index} appears twice")
+        found[index] = sql
+    if len(found) != count:
+        missing = sorted(set(range(count)) - set(found))[:5]
+        raise DatasetError(f"{file}: {len(found)} predictions for {count} examples (missing e.g. {missing})")
+    return [found[i] for i in range(count)]

@@ -1,0 +1,153 @@
+"""Gold results, cached so that a gold query runs once per example however many predictions are scored.
+
+The key is the database file's *content* (a SHA-256, memoized per path, size and modification time),
+the normalized SQL that actually runs (after the preset's rewrite), the preset with its options and
+the execution limits. Results live in memory and, when a directory is given, on disk as JSON (one
+file per key; timeouts are kept in memory only, since they depend on the machine).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.sqltext import tokens
+from progress_sql.types import ExecResult, SQLValue
+
+_FORMAT = 1
+_digests: dict[tuple[str, int, int], str] = {}
+_digest_lock = threading.Lock()
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, computed once per (path, size, mtime)."""
+    stat = os.stat(path)
+    memo_key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    with _digest_lock:
+        known = _digests.get(memo_key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    with _digest_lock:
+        _digests[memo_key] = value
+    return value
+
+
+def normalize_sql(sql: str) -> str:
+    """Collapse whitespace outside literals and drop trailing semicolons; literals keep their case.
+
+    >>> normalize_sql("SELECT  a\\n FROM t WHERE b = 'x  y' ;")
+    "SELECT a FROM t WHERE b = 'x  y'"
+    """
+    parts = [" " if kind == "space" else text for kind, text in tokens(sql)]
+    return "".join(parts).strip().rstrip(";").strip()
+
+
+def cache_key(db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits) -> str:
+    payload = json.dumps(
+        {
+            "v": _FORMAT,
+            "db": file_digest(db_path),
+            "sql": normalize_sql(sql),
+            "preset": preset,
+            "limits": asdict(limits),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class GoldCache:
+    """In-memory (and optionally on-disk) map from :func:`cache_key` to :class:`ExecResult`."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self._memory: dict[str, ExecResult] = {}
+        self._directory = Path(directory) if directory is not None else None
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    def _file(self, key: str) -> Path:
+        assert self._directory is not None
+        return self._directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> ExecResult | None:
+        with self._lock:
+            found = self._memory.get(key)
+        if found is None and self._directory is not None:
+            found = _read(self._file(key))
+            if found is not None:
+                with self._lock:
+                    self._memory[key] = found
+        with self._lock:
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return found
+
+    def put(self, key: str, result: ExecResult) -> None:
+        with self._lock:
+            self._memory[key] = result
+        if self._directory is not None and result.status != "timeout":
+            path = self._file(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".tmp{os.getpid()}")
+            temporary.write_text(json.dumps(_encode(result)), encoding="utf-8")
+            os.replace(temporary, path)  # atomic: a reader never sees half a file
+
+
+def _encode_value(value: SQLValue) -> Any:
+    if isinstance(value, bytes):
+        return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _decode_value(value: Any) -> SQLValue:
+    if isinstance(value, dict):
+        return base64.b64decode(value["b64"])
+    return value  # type: ignore[no-any-return]
+
+
+def _encode(result: ExecResult) -> dict[str, Any]:
+    return {
+        "format": _FORMAT,
+        "status": result.status,
+        "columns": list(result.columns),
+        "rows": [[_encode_value(v) for v in row] for row in result.rows],
+        "error": result.error,
+        "elapsed_s": result.elapsed_s,
+        "truncated": result.truncated,
+    }
+
+
+def _read(path: Path) -> ExecResult | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # absent or damaged: run the gold again
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        return None
+    return ExecResult(
+        data["status"],
+        columns=tuple(data["columns"]),
+        rows=tuple(tuple(_decode_value(v) for v in row) for row in data["rows"]),
+        error=data["error"],
+        elapsed_s=data["elapsed_s"],
+        truncated=data["truncated"],
+    )

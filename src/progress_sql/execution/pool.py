@@ -1,0 +1,209 @@
+"""Parallel, isolated execution: long-lived worker processes, results in input order.
+
+Each worker is a separate process with its own memory cap (see :mod:`.worker`). The parent drives
+one thread per worker; a thread sends a job, waits up to the job's deadline plus a margin, and when
+the worker has not answered by then it kills the process (the item is a ``timeout``) and starts a new
+one. A worker that dies for any other reason (out of memory, a signal) makes its item an ``error``;
+the rest of the batch carries on. Workers start lazily and are reused across batches.
+
+Usage::
+
+    with ExecutionPool(workers=2) as pool:
+        results = pool.run_many([ExecJob("db.sqlite", "SELECT 1"), ...])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from progress_sql.execution.worker import ExecJob, worker_main
+from progress_sql.types import ExecResult
+
+#: Address-space cap of each worker process.
+DEFAULT_WORKER_MEMORY = 2 * 2**30
+#: Seconds after a job's own deadline before the parent kills its worker.
+DEFAULT_KILL_MARGIN_S = 2.0
+
+OnStart = Callable[[int, int], None]  # (job index, worker pid)
+OnResult = Callable[[int, ExecResult], None]
+
+
+class _Worker:
+    """One worker process and the parent's end of its pipe."""
+
+    def __init__(self, context: Any, memory_bytes: int | None) -> None:
+        self._context = context
+        self._memory_bytes = memory_bytes
+        self._process: Any = None
+        self._conn: Connection | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else int(self._process.pid)
+
+    def _start(self) -> None:
+        parent, child = self._context.Pipe(duplex=True)
+        process = self._context.Process(
+            target=worker_main, args=(child, self._memory_bytes), daemon=True, name="progress-sql-exec"
+        )
+        process.start()
+        child.close()
+        self._process, self._conn = process, parent
+
+    def ensure_started(self) -> int:
+        if self._process is None or not self._process.is_alive():
+            self.stop(kill=True)
+            self._start()
+        assert self._process is not None
+        return int(self._process.pid)
+
+    def call(self, job: ExecJob, margin_s: float) -> ExecResult:
+        self.ensure_started()
+        assert self._conn is not None
+        start = time.perf_counter()
+        try:
+            self._conn.send(job)
+            if not self._conn.poll(job.limits.timeout_s + margin_s):
+                self.stop(kill=True)
+                return ExecResult(
+                    "timeout",
+                    error=f"exceeded {job.limits.timeout_s:g} s; worker killed and replaced",
+                    elapsed_s=time.perf_counter() - start,
+                )
+            result = self._conn.recv()
+        except (EOFError, OSError):
+            code = self._exit_code()
+            self.stop(kill=True)
+            return ExecResult(
+                "error",
+                error=f"worker process died (exit code {code}) while running this query; replaced",
+                elapsed_s=time.perf_counter() - start,
+            )
+        if not isinstance(result, ExecResult):  # never expected; keep the batch alive regardless
+            return ExecResult("error", error=f"worker sent {type(result).__name__}")
+        return result
+
+    def _exit_code(self) -> int | None:
+        if self._process is None:
+            return None
+        self._process.join(timeout=1.0)
+        code = self._process.exitcode
+        return None if code is None else int(code)
+
+    def stop(self, *, kill: bool = False) -> None:
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if conn is not None:
+            if not kill:
+                with contextlib.suppress(OSError, ValueError):
+                    conn.send(None)
+            conn.close()
+        if process is not None:
+            if kill:
+                process.kill()
+            process.join(timeout=2.0)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=2.0)
+
+
+def _stop_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
+
+
+class ExecutionPool:
+    """Runs :class:`ExecJob` batches on ``workers`` isolated processes (default: all cores)."""
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        memory_bytes: int | None = DEFAULT_WORKER_MEMORY,
+        kill_margin_s: float = DEFAULT_KILL_MARGIN_S,
+        start_method: str = "spawn",
+    ) -> None:
+        count = workers if workers is not None else (os.cpu_count() or 1)
+        if count < 1:
+            raise ValueError(f"workers must be >= 1, got {count}")
+        # spawn, not fork: the parent runs threads (this pool, progress bars), and forking a
+        # multi-threaded process can deadlock the child.
+        context = multiprocessing.get_context(start_method)
+        self._workers = [_Worker(context, memory_bytes) for _ in range(count)]
+        self._margin = kill_margin_s
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _stop_all, self._workers)
+
+    @property
+    def size(self) -> int:
+        return len(self._workers)
+
+    def worker_pids(self) -> list[int | None]:
+        return [w.pid for w in self._workers]
+
+    def run(self, job: ExecJob) -> ExecResult:
+        return self.run_many([job])[0]
+
+    def run_many(
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+    ) -> list[ExecResult]:
+        """Run every job; the i-th result belongs to the i-th job, whatever happens to workers."""
+        if self._closed:
+            raise RuntimeError("ExecutionPool is closed")
+        results: list[ExecResult | None] = [None] * len(jobs)
+        next_index = iter(range(len(jobs)))
+        take = threading.Lock()
+
+        def drive(worker: _Worker) -> None:
+            while True:
+                with take:
+                    index = next(next_index, None)
+                if index is None:
+                    return
+                try:
+                    pid = worker.ensure_started()
+                    if on_start is not None:
+                        on_start(index, pid)
+                    result = worker.call(jobs[index], self._margin)
+                except Exception as error:  # a bug here must not lose the other results
+                    worker.stop(kill=True)
+                    result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
+                results[index] = result
+                if on_result is not None:
+                    on_result(index, result)
+
+        with self._lock:  # one batch at a time per pool
+            active = self._workers[: max(1, min(len(self._workers), len(jobs)))]
+            if len(active) == 1:
+                drive(active[0])
+            else:
+                threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in active]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        return [r if r is not None else ExecResult("error", error="no result") for r in results]
+
+    def close(self) -> None:
+        """Stop every worker (politely, then by force)."""
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> ExecutionPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,70 @@
+"""What every comparison preset provides, and the checks all presets share.
+
+A preset says which SQL actually runs (``gold_queries`` / ``prepare_pred``: some presets rewrite the
+text, as the official evaluators do) and when two results are equal (``equal``). :func:`judge` wraps
+``equal`` with the rules no preset may bend: a failed, timed-out or truncated gold makes the example
+invalid, and a failed, timed-out or truncated prediction is never a match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from progress_sql.types import ExecResult, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Equality:
+    """The result of a preset's own comparison."""
+
+    equal: bool
+    reason: str
+
+
+class Preset(Protocol):
+    """A named comparison semantics; implementations are frozen dataclasses of their options."""
+
+    @property
+    def name(self) -> str: ...
+
+    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
+        """The SQL to run for the gold: the gold itself (possibly rewritten), then any auxiliary query."""
+        ...
+
+    def prepare_pred(self, pred_sql: str) -> str:
+        """The SQL to run for a prediction."""
+        ...
+
+    def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
+        """Compare ok, untruncated results (``gold[0]`` answers ``gold_queries(gold_sql)[0]``)."""
+        ...
+
+
+def describe(preset: Preset) -> dict[str, Any]:
+    """The preset's name and options, as recorded in every result."""
+    options: Mapping[str, Any] = asdict(preset)  # type: ignore[call-overload]
+    return {"name": preset.name, "options": dict(options)}
+
+
+def judge(preset: Preset, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Verdict:
+    """Apply the shared rules, then the preset's own equality."""
+    main = gold[0]
+    if main.status != "ok":
+        return Verdict(False, "gold_invalid", f"gold query {_failed(main)}", preset.name)
+    if main.truncated:
+        return Verdict(False, "gold_invalid", "gold result exceeds the row or byte cap", preset.name)
+    if pred.status == "timeout":
+        return Verdict(False, "pred_timeout", f"prediction {_failed(pred)}", preset.name)
+    if pred.status != "ok":
+        return Verdict(False, "pred_error", f"prediction {_failed(pred)}", preset.name)
+    if pred.truncated:
+        return Verdict(False, "pred_truncated", "prediction result exceeds the row or byte cap", preset.name)
+    outcome = preset.equal(gold_sql, gold, pred)
+    return Verdict(outcome.equal, "match" if outcome.equal else "mismatch", outcome.reason, preset.name)
+
+
+def _failed(result: ExecResult) -> str:
+    verb = "timed out" if result.status == "timeout" else "failed"
+    return f"{verb}: {result.error}" if result.error else verb

@@ -1,0 +1,31 @@
+"""``bird``: BIRD's official execution accuracy, ``set(pred_rows) == set(gold_rows)``.
+
+Rows are compared as a set (order and duplicates ignored), columns by position, values exactly
+(``1 == 1.0``). The SQL runs as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from progress_sql.execution.presets.base import Equality
+from progress_sql.types import ExecResult
+
+
+@dataclass(frozen=True, slots=True)
+class BirdPreset:
+    @property
+    def name(self) -> str:
+        return "bird"
+
+    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
+        return (gold_sql,)
+
+    def prepare_pred(self, pred_sql: str) -> str:
+        return pred_sql
+
+    def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
+        if set(pred.rows) == set(gold[0].rows):
+            return Equality(True, "same set of rows")
+        return Equality(False, "different set of rows")

@@ -1,0 +1,66 @@
+"""``spider2``: Spider 2.0's column-vector containment.
+
+Every gold column must equal *some* predicted column (extra predicted columns are free; names and
+positions are ignored). NULL counts as 0; two numbers are equal within an absolute tolerance of 0.01;
+other values must be equal. When order is ignored each column vector is sorted on its own (as Spider
+2.0 does, so row alignment is not checked). ``ignore_order=None`` ignores order unless the gold has
+``ORDER BY``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.sqltext import has_word_sequence
+from progress_sql.types import ExecResult, SQLValue
+
+
+@dataclass(frozen=True, slots=True)
+class Spider2Preset:
+    tolerance: float = 0.01
+    ignore_order: bool | None = None
+
+    @property
+    def name(self) -> str:
+        return "spider2"
+
+    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
+        return (gold_sql,)
+
+    def prepare_pred(self, pred_sql: str) -> str:
+        return pred_sql
+
+    def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
+        ignore = self.ignore_order
+        if ignore is None:
+            ignore = not has_word_sequence(gold_sql, ("order", "by"))
+        pred_vectors = _vectors(pred, ignore)
+        for index, vector in enumerate(_vectors(gold[0], ignore)):
+            if not any(self._vectors_match(vector, candidate) for candidate in pred_vectors):
+                return Equality(False, f"gold column {index + 1} matches no predicted column")
+        return Equality(True, "every gold column matches a predicted column")
+
+    def _vectors_match(self, a: list[SQLValue], b: list[SQLValue]) -> bool:
+        return len(a) == len(b) and all(self._values_match(x, y) for x, y in zip(a, b, strict=True))
+
+    def _values_match(self, x: SQLValue, y: SQLValue) -> bool:
+        if _is_number(x) and _is_number(y):
+            return math.isclose(x, y, rel_tol=0.0, abs_tol=self.tolerance)  # type: ignore[arg-type]
+        return x == y
+
+
+def _is_number(value: SQLValue) -> bool:
+    return isinstance(value, (int, float))
+
+
+def _vectors(result: ExecResult, ignore_order: bool) -> list[list[SQLValue]]:
+    width = len(result.columns) if result.columns else (len(result.rows[0]) if result.rows else 0)
+    vectors: list[list[SQLValue]] = [
+        [0 if row[i] is None else row[i] for row in result.rows] for i in range(width)
+    ]
+    if ignore_order:
+        vectors = [sorted(v, key=str) for v in vectors]
+    return vectors

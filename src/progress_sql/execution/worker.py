@@ -1,0 +1,65 @@
+"""The loop a worker process runs: receive a job, execute it, send the result back.
+
+The worker caps its own address space (``RLIMIT_AS``) and SQLite's heap (``PRAGMA hard_heap_limit``,
+process-wide) before it runs anything, so that a memory bomb fails inside the worker as an error, or
+kills only the worker, which the pool then replaces. It imports nothing heavy, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import resource
+import sqlite3
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits, Executor
+from progress_sql.types import ExecResult
+
+
+@dataclass(frozen=True, slots=True)
+class ExecJob:
+    """One statement to run on one database file."""
+
+    db_path: str
+    sql: str
+    limits: ExecLimits = DEFAULT_LIMITS
+
+
+def limit_memory(memory_bytes: int | None) -> None:
+    """Cap this process's address space and SQLite's heap at ``memory_bytes`` (None: no cap)."""
+    if memory_bytes is None:
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    # SQLite's own limit makes most bombs fail with SQLITE_NOMEM (a clean error) long before the
+    # address-space limit would hit Python itself.
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"PRAGMA hard_heap_limit = {int(cap // 2)}")
+    finally:
+        conn.close()
+
+
+def worker_main(conn: Connection, memory_bytes: int | None) -> None:
+    """Serve jobs from ``conn`` until it sends None or closes."""
+    limit_memory(memory_bytes)
+    executor = Executor()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            break
+        if job is None:
+            break
+        try:
+            result = executor.run(job.db_path, job.sql, job.limits)
+        except MemoryError:
+            result = ExecResult("error", error="out of memory")
+        try:
+            conn.send(result)
+        except MemoryError:
+            conn.send(ExecResult("error", error="out of memory while sending the result"))
+        except (BrokenPipeError, OSError):
+            break
+    executor.close()
