@@ -73,6 +73,7 @@ class Verdict:
     reason: str
     preset: str
 
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One policy turn of a refinement trajectory, as the reward sees it.

@@ -96,3 +96,25 @@ def test_schema_qualifies_unqualified_columns_across_joins(tmp_path: Path) -> No
     assert diagnose(pred, gold, schema).f_struct == 1.0
     # without a schema the unqualified columns cannot be placed in a two-table query
     assert diagnose(pred, gold).f_struct < 1.0
+
+
+def test_deeply_nested_scalar_subqueries_are_linear() -> None:
+    # Each level once: a double count would make this exponential (2^40 comparisons).
+    sql = "SELECT " + "(SELECT " * 40 + "a" + ")" * 40 + " FROM t"
+    tree = build_odt(sql)
+    assert not isinstance(tree, ParseFailure)
+    depth, node = 0, tree.children[0]
+    while node.children:
+        node = node.children[0].children[0]
+        depth += 1
+    assert depth == 40
+    assert diagnose(sql, sql).f_struct == 1.0
+
+
+def test_pathological_whitespace_and_quotes_are_handled() -> None:
+    # strip_sql and the lexical tokenizer are linear: these return at once instead of taking hours
+    assert diagnose("SELECT a" + " " * 19_000 + "FROM t", "SELECT a FROM t").f_struct == 1.0
+    for text in ("[" * 300_000, "`" * 300_000, "'" * 300_000, ";" * 300_000 + " "):
+        diagnosis = diagnose(text, "SELECT a FROM t")
+        assert diagnosis.status == "pred_unparsable"
+        assert 0.0 <= diagnosis.f_lex <= 1.0

@@ -16,7 +16,7 @@ ROOT
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from sqlglot import exp
@@ -24,7 +24,7 @@ from sqlglot import exp
 from progress_sql.data.schema import Schema
 from progress_sql.odt.normalize import parse_for_odt
 from progress_sql.odt.profile import SelectProfile, local_nodes, profile_select, scope_for
-from progress_sql.odt.signature import Scope
+from progress_sql.odt.signature import Renderer, Scope
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 
 NodeKind = Literal["ROOT", "SELECT", "SET_OP", "CTE", "SUBQUERY"]
@@ -42,6 +42,9 @@ class OdtNode:
     label: str = ""
     profile: SelectProfile | None = None
     children: tuple[OdtNode, ...] = ()
+    #: A SET_OP's own ORDER BY keys and LIMIT flag (a SELECT keeps these in its profile).
+    order_by: frozenset[str] = frozenset()
+    has_limit: bool = False
 
     def outline(self, indent: int = 0) -> str:
         """A readable indented dump of the tree."""
@@ -92,8 +95,19 @@ def _query_node(query: exp.Expr, scope: Scope | None, schema: Schema | None) -> 
         return _select_node(query, scope, schema)
     if isinstance(query, exp.SetOperation):
         op = _set_op_name(query)
-        arms = tuple(_query_node(arm, scope, schema) for arm in _set_op_arms(query, op))
-        return OdtNode("SET_OP", op, children=(*_cte_nodes(query, scope, schema), *arms))
+        arm_queries = _set_op_arms(query, op)
+        arms = tuple(_query_node(arm, scope, schema) for arm in arm_queries)
+        order = query.args.get("order")
+        first = arm_queries[0]
+        # ORDER BY after a set operation names output columns (or positions of the first arm).
+        renderer = Renderer(Scope(schema=schema), items=first.expressions if isinstance(first, exp.Select) else ())
+        return OdtNode(
+            "SET_OP",
+            op,
+            children=(*_cte_nodes(query, scope, schema), *arms),
+            order_by=frozenset(renderer.render(key) for key in order.expressions) if order is not None else frozenset(),
+            has_limit=query.args.get("limit") is not None,
+        )
     raise NotAQueryError(f"{query.key.upper()} is not a query")
 
 
@@ -107,7 +121,7 @@ def _select_node(select: exp.Select, parent: Scope | None, schema: Schema | None
         for part in value if isinstance(value, list) else [value]:
             if not isinstance(part, exp.Expr):
                 continue
-            for node in (part, *local_nodes(part)):
+            for node in local_nodes(part):
                 if isinstance(node, (exp.Query, exp.Subquery)):
                     children.append(OdtNode("SUBQUERY", label, children=(_query_node(node, scope, schema),)))
     return OdtNode("SELECT", profile=profile_select(select, scope), children=tuple(children))
@@ -121,7 +135,7 @@ def tree_from_ast(statement: exp.Expr, schema: Schema | None = None) -> OdtNode:
     main = _query_node(statement, None, schema)
     ctes = tuple(child for child in main.children if child.kind == "CTE")
     rest = tuple(child for child in main.children if child.kind != "CTE")
-    return OdtNode("ROOT", children=(*ctes, OdtNode(main.kind, main.label, main.profile, rest)))
+    return OdtNode("ROOT", children=(*ctes, replace(main, children=rest)))
 
 
 def build_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT) -> OdtNode | ParseFailure:

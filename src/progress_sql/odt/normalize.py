@@ -56,9 +56,8 @@ def double_quoted_tokens(sql: str) -> frozenset[str]:
 def _in_value_position(column: exp.Column) -> bool:
     parent = column.parent
     if isinstance(parent, _VALUE_COMPARISONS):
-        other = parent.this if parent.expression is column else parent.expression
-        # `"a" = "b"`: the left token names a column, the right one is the value.
-        return not (isinstance(other, exp.Column) and parent.this is column and other.this.quoted)
+        # Only the right operand is a value: in `"County Name" = 'x'` the quoted token is a column.
+        return column is parent.expression
     if isinstance(parent, exp.In):
         return column is not parent.this
     if isinstance(parent, exp.Between):

@@ -50,8 +50,9 @@ class SelectProfile:
 
 
 def local_nodes(root: exp.Expr) -> Iterator[exp.Expr]:
-    """Every node under ``root`` that belongs to the same query level (nested queries excluded)."""
-    stack = list(root.iter_expressions())
+    """``root`` and its descendants at the same query level: a nested query is yielded (so callers
+    can find it) but not entered, and that holds for ``root`` itself."""
+    stack = [root]
     while stack:
         node = stack.pop()
         yield node
@@ -149,9 +150,7 @@ def profile_select(select: exp.Select, scope: Scope) -> SelectProfile:
     order = select.args.get("order")
     order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
 
-    aggregates = frozenset(
-        node.key for item in items for node in (item, *local_nodes(item)) if isinstance(node, exp.AggFunc)
-    )
+    aggregates = frozenset(node.key for item in items for node in local_nodes(item) if isinstance(node, exp.AggFunc))
     return SelectProfile(
         select=frozenset(item_renderer.render(item) for item in items),
         tables=frozenset(source.resolved for source in scope.sources),

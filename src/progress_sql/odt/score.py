@@ -126,10 +126,20 @@ class _Comparer:
         pred_arms = sum(child.kind in QUERY_KINDS for child in pred.children)
         gold_arms = sum(child.kind in QUERY_KINDS for child in gold.children)
         op_sim = float(pred.label == gold.label and pred_arms == gold_arms)
-        if op_sim < self.config.threshold("SET_OP_MISMATCH"):
-            tags |= {"SET_OP_MISMATCH"}
+        order_sim = jaccard(pred.order_by, gold.order_by)
+        limit_sim = float(pred.has_limit == gold.has_limit)
+        threshold = self.config.threshold
+        local_tags = {
+            "SET_OP_MISMATCH": op_sim < threshold("SET_OP_MISMATCH"),
+            "ORDER_BY_MISSING": bool(gold.order_by) and not pred.order_by,
+            "ORDER_BY_REDUNDANT": bool(pred.order_by) and not gold.order_by,
+            "ORDER_BY_ERROR": bool(pred.order_by and gold.order_by) and order_sim < threshold("ORDER_BY_ERROR"),
+            "LIMIT_MISMATCH": limit_sim < threshold("LIMIT_MISMATCH"),
+        }
+        tags |= {tag for tag, fired in local_tags.items() if fired}
+        # The set operation's own clauses (operator and arms, ORDER BY, LIMIT) form its local term.
         weight = self.config.set_op_weight
-        return Comparison(weight * op_sim + (1 - weight) * child_score, tags)
+        return Comparison(weight * op_sim * order_sim * limit_sim + (1 - weight) * child_score, tags)
 
     def _match(
         self, preds: tuple[OdtNode, ...], golds: tuple[OdtNode, ...], *, ordered: bool = False

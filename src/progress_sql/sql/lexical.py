@@ -20,10 +20,10 @@ from typing import Any
 from progress_sql.sql.parse import strip_sql
 
 _TOKEN = re.compile(
-    r"""'(?:[^']|'')*'        # single-quoted string
-      | "(?:[^"]|"")*"        # double-quoted identifier or string
-      | `[^`]*`               # backtick identifier
-      | \[[^\]]*\]            # bracket identifier
+    r"""'(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
+      | "(?:[^"]|"")*(?:"|\Z)   # without that, every quote would rescan the rest: quadratic)
+      | `[^`]*(?:`|\Z)          # backtick identifier
+      | \[[^\]]*(?:\]|\Z)       # bracket identifier
       | \d+(?:\.\d*)?(?:e[+-]?\d+)?
       | \.\d+
       | \w+
@@ -42,13 +42,17 @@ def _normalize(token: str) -> str:
     return "<>" if token == "!=" else token
 
 
+#: Lexical similarity reads at most this many characters of a query (far above any real one).
+MAX_LEXICAL_CHARS = 100_000
+
+
 def sql_tokens(sql: str) -> list[str]:
     """Normalized tokens of ``sql``.
 
     >>> sql_tokens("SELECT T1.\\"Name\\" FROM `Singer` AS t1;")
     ['select', 't1', '.', 'name', 'from', 'singer', 'as', 't1']
     """
-    return [_normalize(token) for token in _TOKEN.findall(strip_sql(sql))]
+    return [_normalize(token) for token in _TOKEN.findall(strip_sql(sql[:MAX_LEXICAL_CHARS]))]
 
 
 def bigrams(sql: str) -> frozenset[tuple[str, ...]]:

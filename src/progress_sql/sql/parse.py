@@ -31,7 +31,9 @@ MAX_PAREN_DEPTH = 64
 MAX_AST_DEPTH = 200
 
 _PARENS = re.compile(r"[()]")
-_TRAILING_SEMICOLONS = re.compile(r"[\s;]+$")
+#: Invisible characters that editors and models leave around a query (BOM, zero-width spaces).
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+_WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +47,14 @@ class ParseFailure:
 
 
 def strip_sql(sql: str) -> str:
-    """Remove surrounding whitespace and trailing semicolons.
+    """Remove surrounding whitespace, invisible characters and trailing semicolons.
 
-    >>> strip_sql("  SELECT 1 ;; \\n")
+    >>> strip_sql("\\ufeff  SELECT 1 ; ; \\u200b\\n")
     'SELECT 1'
     """
-    return _TRAILING_SEMICOLONS.sub("", sql.strip())
+    # str.strip with a character set is linear; a regular expression anchored at the end rescans
+    # from every position and is quadratic on long runs of whitespace.
+    return sql.lstrip(_WHITESPACE + _INVISIBLE).rstrip(_WHITESPACE + _INVISIBLE + ";")
 
 
 def paren_depth(sql: str) -> int:
