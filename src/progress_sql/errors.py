@@ -18,3 +18,7 @@ class ConfigError(ProgressSQLError, ValueError):
 
 class DatasetError(ProgressSQLError, ValueError):
     """A dataset or schema file is missing or malformed (the message names the file)."""
+
+
+class GoldQueryError(ProgressSQLError):
+    """An example's gold query fails, times out or is too large: the example cannot be used."""

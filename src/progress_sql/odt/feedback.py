@@ -18,12 +18,14 @@ from progress_sql.prompts import feedback_prompt
 _DEFAULT = OdtConfig()
 
 
-def feedback_text(tags: Sequence[str], status: str, config: OdtConfig = _DEFAULT) -> str:
+def feedback_text(tags: Sequence[str], status: str, config: OdtConfig = _DEFAULT, details: str = "") -> str:
     """The feedback message for ``tags``; the fallback when either side is unparsable, the
-    neutral message when the structure matches (no tags)."""
+    neutral message when the structure matches (no tags). ``details`` (an execution error, a
+    result preview) follows the descriptions when the environment's feedback level asks for it."""
+    suffix = f" {details.strip()}" if details.strip() else ""
     if status != "ok":
-        return feedback_prompt(config.fallback_message, db_engine=config.db_engine)
+        return feedback_prompt(config.fallback_message + suffix, db_engine=config.db_engine)
     if not tags:
-        return feedback_prompt(config.neutral_message, db_engine=config.db_engine)
+        return feedback_prompt(config.neutral_message + suffix, db_engine=config.db_engine)
     descriptions = " ".join(TAGS[tag].description for tag in tags)
-    return feedback_prompt(descriptions, codes=tags, db_engine=config.db_engine)
+    return feedback_prompt(descriptions + suffix, codes=tags, db_engine=config.db_engine)

@@ -33,7 +33,7 @@ class RewardSpec:
 
 
 def _progressive(trajectory: Trajectory, context: RewardContext) -> RewardBreakdown:
-    return progressive_reward(trajectory, ProgressiveConfig())
+    return progressive_reward(trajectory, context.progressive)
 
 
 REWARDS: Mapping[str, RewardSpec] = {

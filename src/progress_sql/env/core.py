@@ -1,0 +1,230 @@
+"""``SQLRefineEnv``: the policy writes SQL, the environment executes it, stops at the first result
+that matches the gold and otherwise answers with ODT feedback as the next user turn, for at most T
+turns (paper, section 4.1 and Algorithm 1). The trajectory is then scored by the configured reward
+(the progressive reward by default); the step reward is 0 before the last turn.
+
+The gold query is parsed, profiled and executed once per example (and its results cached across
+examples that share it); every model query runs in the isolated execution pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from progress_sql.data.ddl import SchemaProfile, db_details
+from progress_sql.data.schema import Schema, read_schema
+from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.evaluation.harness import gold_results
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.compare import Preset, get_preset, judge
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
+from progress_sql.odt import Diagnosis, GoldReference, OdtConfig, diagnose, prepare_gold
+from progress_sql.odt.feedback import feedback_text
+from progress_sql.prompts import Message, initial_messages
+from progress_sql.rewards.baselines import RewardContext
+from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
+from progress_sql.rewards.registry import get_reward
+from progress_sql.sql.extract import extract
+from progress_sql.types import Example, ExecResult, RewardBreakdown, Trajectory, Turn
+
+FeedbackLevel = Literal["tags", "tags+error", "tags+error+preview"]
+FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+preview")
+
+
+@dataclass(frozen=True, slots=True)
+class EnvConfig:
+    """Settings of the refinement loop. ``feedback`` ``tags`` is the paper's; the richer levels add
+    the database's error message and a short preview of the result."""
+
+    max_turns: int = 4
+    preset: str = "strict"
+    preset_options: Mapping[str, Any] = field(default_factory=dict)
+    feedback: FeedbackLevel = "tags"
+    schema_profile: SchemaProfile = "full"
+    timeout_s: float = 10.0
+    max_rows: int = 100_000
+    preview_rows: int = 3
+    reward: str = "progressive"
+    progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
+    odt: OdtConfig = field(default_factory=OdtConfig)
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ConfigError(f"EnvConfig.max_turns must be >= 1, got {self.max_turns}")
+        if self.feedback not in FEEDBACK_LEVELS:
+            raise ConfigError(f"EnvConfig.feedback must be one of {', '.join(FEEDBACK_LEVELS)}, got {self.feedback!r}")
+        get_reward(self.reward)  # unknown names fail here, not at the end of the first episode
+        get_preset(self.preset, **self.preset_options)
+
+    @property
+    def value_range(self) -> tuple[float, float]:
+        """The declared range of the episode reward."""
+        return reward_range(self.progressive) if self.reward == "progressive" else get_reward(self.reward).value_range
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInfo:
+    """What one turn produced; ``reward`` is set on the episode's last turn only."""
+
+    turn: int
+    sql: str | None
+    format_ok: bool
+    format_problem: str | None
+    exec_status: str
+    exec_error: str | None
+    match: bool
+    verdict: str
+    f_struct: float
+    f_lex: float
+    f: float
+    tags: tuple[str, ...]
+    reward: RewardBreakdown | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """``observation`` is the next user message (None once the episode is over)."""
+
+    observation: Message | None
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: TurnInfo
+
+
+@dataclass(frozen=True, slots=True)
+class _Gold:
+    reference: GoldReference
+    results: tuple[ExecResult, ...]
+
+
+class SQLRefineEnv:
+    """reset(example) -> initial messages; step(model text) -> StepResult. Not thread-safe: use one
+    environment per concurrent episode (they can share the pool and the gold cache)."""
+
+    def __init__(
+        self,
+        config: EnvConfig | None = None,
+        *,
+        pool: ExecutionPool | None = None,
+        cache: GoldCache | None = None,
+    ) -> None:
+        self.config = config or EnvConfig()
+        self.preset: Preset = get_preset(self.config.preset, **self.config.preset_options)
+        self.limits = ExecLimits(timeout_s=self.config.timeout_s, max_rows=self.config.max_rows)
+        self._own_pool = pool is None
+        self.pool = pool if pool is not None else ExecutionPool(workers=1)
+        self.cache = cache if cache is not None else GoldCache()
+        self._golds: dict[tuple[str, str], _Gold] = {}
+        self._schemas: dict[str, Schema] = {}
+        self._details: dict[str, str] = {}
+        self._example: Example | None = None
+        self._gold: _Gold | None = None
+        self._turns: list[Turn] = []
+        self._done = False
+
+    # -- episode -------------------------------------------------------------------------------
+    def reset(self, example: Example) -> list[Message]:
+        """Start an episode; raises :class:`GoldQueryError` when the example's gold cannot be used."""
+        self._gold = self._prepare(example)
+        self._example = example
+        self._turns = []
+        self._done = False
+        if example.db_path not in self._details:
+            self._details[example.db_path] = db_details(example.db_path, self.config.schema_profile)
+        return initial_messages(
+            self._details[example.db_path], example.question, example.evidence, db_engine=self.config.odt.db_engine
+        )
+
+    def step(self, response: str) -> StepResult:
+        """Score one model turn and say what happens next."""
+        if self._example is None or self._gold is None:
+            raise RuntimeError("step() called before reset()")
+        if self._done:
+            raise RuntimeError("the episode is over: call reset() first")
+        example, gold = self._example, self._gold
+        extracted = extract(response)
+        result = self._execute(example, extracted.sql)
+        verdict = judge(self.preset, example.gold_sql, gold.results, result) if extracted.sql else None
+        match = verdict is not None and verdict.match
+        diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
+        turn_number = len(self._turns) + 1
+        self._turns.append(Turn(extracted.sql, extracted.format_ok, result.ok, match, diagnosis.f, response))
+        terminated = match
+        truncated = not match and turn_number >= self.config.max_turns
+        self._done = terminated or truncated
+        breakdown = self._score() if self._done else None
+        info = TurnInfo(
+            turn=turn_number,
+            sql=extracted.sql,
+            format_ok=extracted.format_ok,
+            format_problem=extracted.problem,
+            exec_status=result.status if extracted.sql else "no_sql",
+            exec_error=result.error,
+            match=match,
+            verdict=verdict.status if verdict is not None else "no_sql",
+            f_struct=diagnosis.f_struct,
+            f_lex=diagnosis.f_lex,
+            f=diagnosis.f,
+            tags=diagnosis.tags,
+            reward=breakdown,
+        )
+        observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result))
+        return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
+
+    @property
+    def trajectory(self) -> Trajectory:
+        return Trajectory(tuple(self._turns))
+
+    def close(self) -> None:
+        """Stop the execution pool if this environment created it."""
+        if self._own_pool:
+            self.pool.close()
+
+    def __enter__(self) -> SQLRefineEnv:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _prepare(self, example: Example) -> _Gold:
+        key = (example.db_path, example.gold_sql)
+        gold = self._golds.get(key)
+        if gold is None:
+            schema = self._schemas.get(example.db_path)
+            if schema is None:
+                schema = self._schemas[example.db_path] = read_schema(example.db_path)
+            results = gold_results([example], self.preset, self.pool, limits=self.limits, cache=self.cache)[0]
+            main = results[0]
+            if main.status != "ok" or main.truncated:
+                problem = "exceeds the row cap" if main.truncated else f"{main.status}: {main.error}"
+                raise GoldQueryError(f"example {example.index} ({example.db_id}): the gold query {problem}")
+            gold = _Gold(prepare_gold(example.gold_sql, schema, self.config.odt), results)
+            self._golds[key] = gold
+        return gold
+
+    def _execute(self, example: Example, sql: str | None) -> ExecResult:
+        if not sql:
+            return ExecResult("error", error="no SQL found in the response")
+        return self.pool.run(ExecJob(example.db_path, self.preset.prepare_pred(sql), self.limits))
+
+    def _feedback(self, diagnosis: Diagnosis, result: ExecResult) -> str:
+        details = ""
+        level = self.config.feedback
+        if level != "tags" and result.status != "ok" and result.error:
+            details = f"The database reported: {result.error[:300]}"
+        elif level == "tags+error+preview" and result.ok:
+            rows = result.rows[: self.config.preview_rows]
+            preview = "; ".join("(" + ", ".join(repr(v)[:40] for v in row) + ")" for row in rows) or "no rows"
+            details = f"Your query returned {len(result.rows)} row(s); first rows: {preview}."
+        return feedback_text(diagnosis.tags, diagnosis.status, self.config.odt, details)
+
+    def _score(self) -> RewardBreakdown:
+        assert self._example is not None
+        context = RewardContext(self._example.gold_sql, progressive=self.config.progressive)
+        return get_reward(self.config.reward).fn(self.trajectory, context)

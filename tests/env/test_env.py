@@ -1,0 +1,159 @@
+"""SQLRefineEnv: the Appendix G case study replayed, stop and budget rules, feedback levels, garbage."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from progress_sql.data import case_study
+from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.types import Example
+
+
+def answer(sql: str) -> str:
+    return f"<think>Let me fix the query.</think><sql>{sql}</sql>"
+
+
+def lenses_example(db: Path, gold: str = case_study.GOLD_SQL) -> Example:
+    return Example(0, case_study.QUESTION, "contact_lenses", str(db), gold)
+
+
+def test_case_study_replays_to_a_match_at_turn_three(lenses_db: Path, pool: ExecutionPool) -> None:
+    env = SQLRefineEnv(pool=pool)
+    messages = env.reset(lenses_example(lenses_db))
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "CREATE TABLE contact_lenses" in messages[1]["content"]
+    assert case_study.QUESTION in messages[1]["content"]
+
+    steps = [env.step(answer(sql)) for sql in case_study.TURNS]
+    first, second, third = (step.info for step in steps)
+    assert [s.terminated for s in steps] == [False, False, True]
+    assert not any(s.truncated for s in steps)
+    assert [s.reward for s in steps[:2]] == [0.0, 0.0]
+    assert (first.match, second.match, third.match) == (False, False, True)
+    assert first.f < second.f < third.f
+    assert set(first.tags) == {
+        "SELECT_ERROR", "FROM_OR_JOIN_TABLE_MISMATCH", "JOIN_REDUNDANT", "JOIN_KEY_MISMATCH", "GROUP_BY_ERROR",
+        "HAVING_ERROR",
+    }  # fmt: skip
+    assert set(second.tags) == {"FROM_OR_JOIN_TABLE_MISMATCH", "JOIN_REDUNDANT", "JOIN_KEY_MISMATCH", "HAVING_MISSING"}
+    assert steps[0].observation is not None
+    assert steps[0].observation["content"].startswith("Feedback: your previous SQL has structural issues:")
+    assert steps[2].observation is None
+
+    # R = fmt 0.5 + keep 0.5 + late 2.0 * 0.5^(3-1) + align 0.5 * (F3 - F1)
+    reward = third.reward
+    assert reward is not None
+    assert dict(reward.components) == pytest.approx(
+        {"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": 0.5 * (third.f - first.f)}
+    )
+    assert steps[2].reward == pytest.approx(reward.total)
+    assert env.trajectory.k_star == 3
+
+
+def test_budget_exhausted_is_truncated_not_terminated(lenses_db: Path, pool: ExecutionPool) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=2), pool=pool)
+    env.reset(lenses_example(lenses_db))
+    first = env.step(answer("SELECT supplier_name FROM suppliers"))
+    second = env.step("no idea")
+    assert (first.terminated, first.truncated) == (False, False)
+    assert (second.terminated, second.truncated) == (False, True)
+    assert second.info.exec_status == "no_sql"
+    assert second.info.reward is not None
+    # executable then not: deterioration; final output unformatted; no success; Delta < 0
+    assert dict(second.info.reward.components) == pytest.approx({"fmt": 0.0, "exec": -0.5, "late": 0.0, "align": -0.1})
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step(answer("SELECT 1"))
+
+
+def test_match_on_the_last_turn_is_terminated(lenses_db: Path, pool: ExecutionPool) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=1), pool=pool)
+    env.reset(lenses_example(lenses_db))
+    step = env.step(answer(case_study.GOLD_SQL))
+    assert (step.terminated, step.truncated) == (True, False)
+    assert step.reward == pytest.approx(2.9)
+
+
+def test_step_before_reset_raises(pool: ExecutionPool) -> None:
+    with pytest.raises(RuntimeError, match="before reset"):
+        SQLRefineEnv(pool=pool).step(answer("SELECT 1"))
+
+
+def test_failing_gold_is_a_typed_error(lenses_db: Path, pool: ExecutionPool) -> None:
+    env = SQLRefineEnv(pool=pool)
+    with pytest.raises(GoldQueryError, match="no_such_table"):
+        env.reset(lenses_example(lenses_db, gold="SELECT * FROM no_such_table"))
+
+
+def test_feedback_levels(lenses_db: Path, pool: ExecutionPool) -> None:
+    example = lenses_example(lenses_db)
+    bad_column = answer("SELECT nope FROM suppliers")
+    tags_only = SQLRefineEnv(EnvConfig(feedback="tags"), pool=pool)
+    tags_only.reset(example)
+    text = tags_only.step(bad_column).observation
+    assert text is not None
+    assert "no such column" not in text["content"]
+
+    with_error = SQLRefineEnv(EnvConfig(feedback="tags+error"), pool=pool)
+    with_error.reset(example)
+    text = with_error.step(bad_column).observation
+    assert text is not None
+    assert "The database reported:" in text["content"]
+    assert "no such column" in text["content"]
+
+    with_preview = SQLRefineEnv(EnvConfig(feedback="tags+error+preview"), pool=pool)
+    with_preview.reset(example)
+    text = with_preview.step(answer("SELECT supplier_name FROM suppliers ORDER BY supplier_id")).observation
+    assert text is not None
+    assert "returned 3 row(s); first rows: ('Acme'); ('Bright'); ('Clear')." in text["content"]
+    assert case_study.GOLD_SQL not in text["content"]
+
+
+def test_peer_reward_by_name(lenses_db: Path, pool: ExecutionPool) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=1, reward="one-shot"), pool=pool)
+    env.reset(lenses_example(lenses_db))
+    assert env.step(answer(case_study.GOLD_SQL)).reward == 3.0
+
+
+def test_bad_config_fails_early() -> None:
+    with pytest.raises(ConfigError):
+        EnvConfig(max_turns=0)
+    with pytest.raises(ConfigError, match="unknown reward"):
+        EnvConfig(reward="nope")
+    with pytest.raises(ConfigError, match="unknown preset"):
+        EnvConfig(preset="nope")
+
+
+garbage = st.one_of(
+    st.text(max_size=300),
+    st.just(""),
+    st.just("<think></think><sql></sql>"),
+    st.just("<think>x</think><sql>SELECT 1; SELECT 2</sql>"),
+    st.just("<sql>DROP TABLE suppliers</sql>"),
+    st.builds(lambda n: "<think>" + "x" * n, st.integers(0, 200_000)),
+    st.builds(lambda s: f"<think>a</think><sql>{s}</sql>", st.text(max_size=200)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(garbage, min_size=1, max_size=4))
+def test_garbage_never_raises_and_rewards_stay_finite(
+    lenses_db: Path, pool: ExecutionPool, responses: list[str]
+) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=len(responses), timeout_s=2.0), pool=pool)
+    env.reset(lenses_example(lenses_db))
+    for response in responses:
+        step = env.step(response)
+        assert math.isfinite(step.reward)
+        assert 0.0 <= step.info.f <= 1.0
+        if step.terminated or step.truncated:
+            low, high = env.config.value_range
+            assert low <= step.reward <= high
+            break
+    assert step.terminated or step.truncated
