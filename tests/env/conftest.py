@@ -36,3 +36,15 @@ def lenses_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pool() -> Iterator[ExecutionPool]:
     with ExecutionPool(workers=1) as shared:
         yield shared
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def music_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder in Spider's release layout: questions.json and database/music/music.sqlite."""
+    root = tmp_path_factory.mktemp("music_data")
+    build_database("music.sql", root / "database")
+    (root / "questions.json").write_text((FIXTURES / "music_questions.json").read_text(encoding="utf-8"))
+    return root
