@@ -9,6 +9,7 @@ fresh clone has no ``../shared``).
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,32 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(SHARED_DATA_MISSING)
     return SHARED_DATA
+
+
+#: Committed SQL scripts from which tests build real SQLite databases.
+SQL_SCRIPTS = REPO_ROOT / "tests" / "fixtures" / "sql"
+
+
+def build_database(script: str, folder: Path) -> Path:
+    """Create ``folder/<name>/<name>.sqlite`` (Spider's layout) from ``tests/fixtures/sql/<script>``."""
+    name = Path(script).stem
+    path = folder / name / f"{name}.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    try:
+        connection.executescript((SQL_SCRIPTS / script).read_text(encoding="utf-8"))
+        connection.commit()
+    finally:
+        connection.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def music_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder in Spider's release layout: questions.json and database/music/music.sqlite."""
+    root = tmp_path_factory.mktemp("music_data")
+    build_database("music.sql", root / "database")
+    (root / "questions.json").write_text(
+        (REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    return root

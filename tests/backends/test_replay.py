@@ -16,7 +16,7 @@ from progress_sql.prompts import initial_messages
 def test_replays_in_order_and_repeats_the_last(tmp_path: Path) -> None:
     conversation = initial_messages("", "how many?")
     script = tmp_path / "script.jsonl"
-    key = conversation[1]["content"]
+    key = "how many?"
     script.write_text(json.dumps({"key": key, "responses": ["a", "b"]}) + "\n\n", encoding="utf-8")
     backend = ReplayBackend.from_file(script)
     assert backend.generate([conversation], GenerationConfig()) == [["a"]]

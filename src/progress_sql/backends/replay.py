@@ -1,8 +1,9 @@
 """Replay scripted responses from a file: for tests, demos and re-scoring saved generations.
 
 The file is JSONL; each line holds ``{"key": ..., "responses": [...]}`` where ``key`` identifies a
-conversation (by default the text of its first user message) and ``responses`` are returned in
-order, one per request for that key (the last one repeats once they run out).
+conversation (by default its question: the first user message after ``Question: ``, without the
+evidence) and ``responses`` are returned in order, one per request for that key (the last one
+repeats once they run out).
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from progress_sql.prompts import Message
 KeyFn = Callable[[Sequence[Message]], str]
 
 
-def first_user_message(messages: Sequence[Message]) -> str:
-    return next((m["content"] for m in messages if m["role"] == "user"), "")
+def question_key(messages: Sequence[Message]) -> str:
+    """The question of a conversation opened by :func:`progress_sql.prompts.initial_messages`.
+
+    >>> question_key([{"role": "user", "content": "Database Schema: ...\\nQuestion: How many?\\nEvidence: x"}])
+    'How many?'
+    """
+    first = next((m["content"] for m in messages if m["role"] == "user"), "")
+    question = first.rsplit("Question: ", 1)[-1]
+    return question.split("\nEvidence: ", 1)[0].strip()
 
 
 class ReplayBackend:
@@ -27,13 +35,13 @@ class ReplayBackend:
 
     name = "replay"
 
-    def __init__(self, script: Mapping[str, Sequence[str]], key: KeyFn = first_user_message) -> None:
+    def __init__(self, script: Mapping[str, Sequence[str]], key: KeyFn = question_key) -> None:
         self.script = {k: list(v) for k, v in script.items()}
         self.key = key
         self.calls: dict[str, int] = {}
 
     @classmethod
-    def from_file(cls, path: str | Path, key: KeyFn = first_user_message) -> ReplayBackend:
+    def from_file(cls, path: str | Path, key: KeyFn = question_key) -> ReplayBackend:
         script: dict[str, list[str]] = {}
         file = Path(path)
         try:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from progress_sql.data.ddl import SchemaProfile, db_details
+from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.evaluation.harness import gold_results
@@ -57,6 +57,10 @@ class EnvConfig:
             raise ConfigError(f"EnvConfig.max_turns must be >= 1, got {self.max_turns}")
         if self.feedback not in FEEDBACK_LEVELS:
             raise ConfigError(f"EnvConfig.feedback must be one of {', '.join(FEEDBACK_LEVELS)}, got {self.feedback!r}")
+        if self.schema_profile not in SCHEMA_PROFILES:
+            raise ConfigError(
+                f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {self.schema_profile!r}"
+            )
         get_reward(self.reward)  # unknown names fail here, not at the end of the first episode
         get_preset(self.preset, **self.preset_options)
 

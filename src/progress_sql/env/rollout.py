@@ -1,0 +1,144 @@
+"""Run the refinement environment over a dataset with a generation backend.
+
+Episodes advance turn by turn in lockstep: every turn, all unfinished conversations go to the
+backend in one batch (an HTTP backend serves them concurrently), then each environment steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from progress_sql.backends.base import Backend, GenerationConfig
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult
+from progress_sql.errors import GoldQueryError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.prompts import Message
+from progress_sql.types import Example
+
+Progress = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class EpisodeRecord:
+    """One example's rollout, as written to samples.jsonl."""
+
+    index: int
+    db_id: str
+    status: str  # "ok", "gold_invalid" or "skipped"
+    reason: str = ""
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    reward: dict[str, Any] | None = None
+    k_star: int | None = None
+
+
+def _turn_record(step: StepResult, response: str) -> dict[str, Any]:
+    info = step.info
+    return {
+        "turn": info.turn,
+        "response": response,
+        "sql": info.sql,
+        "format_ok": info.format_ok,
+        "format_problem": info.format_problem,
+        "exec_status": info.exec_status,
+        "exec_error": info.exec_error,
+        "match": info.match,
+        "verdict": info.verdict,
+        "f_struct": round(info.f_struct, 6),
+        "f_lex": round(info.f_lex, 6),
+        "f": round(info.f, 6),
+        "tags": list(info.tags),
+        "feedback": step.observation["content"] if step.observation else None,
+        "reward": round(step.reward, 6),
+    }
+
+
+def run_rollouts(
+    examples: Sequence[Example],
+    backend: Backend,
+    config: EnvConfig,
+    generation: GenerationConfig,
+    pool: ExecutionPool,
+    *,
+    cache: GoldCache | None = None,
+    progress: Progress | None = None,
+) -> list[EpisodeRecord]:
+    """One episode per example (``generation.n`` must be 1); records in example order."""
+    if generation.n != 1:
+        raise ValueError("rollouts sample one response per turn (GenerationConfig.n = 1)")
+    cache = cache if cache is not None else GoldCache()
+    records = [EpisodeRecord(e.index, e.db_id, "ok") for e in examples]
+    active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
+    for position, example in enumerate(examples):
+        if not Path(example.db_path).is_file():
+            records[position].status, records[position].reason = "skipped", f"database not found: {example.db_path}"
+            _advance(progress, config.max_turns)
+            continue
+        env = SQLRefineEnv(config, pool=pool, cache=cache)
+        try:
+            active.append((position, env, env.reset(example)))
+        except GoldQueryError as error:
+            records[position].status, records[position].reason = "gold_invalid", str(error)
+            _advance(progress, config.max_turns)
+    for _ in range(config.max_turns):
+        if not active:
+            break
+        responses = backend.generate([messages for _, _, messages in active], generation)
+        still_active = []
+        for (position, env, messages), choices in zip(active, responses, strict=True):
+            response = choices[0]
+            step = env.step(response)
+            records[position].turns.append(_turn_record(step, response))
+            if step.terminated or step.truncated:
+                breakdown = step.info.reward
+                if breakdown is not None:
+                    records[position].reward = {
+                        "total": round(breakdown.total, 6),
+                        "components": {name: round(value, 6) for name, value in breakdown.components},
+                        "reward": breakdown.reward,
+                        "config_hash": breakdown.config_hash,
+                    }
+                records[position].k_star = env.trajectory.k_star
+                _advance(progress, config.max_turns - step.info.turn + 1)
+            else:
+                assert step.observation is not None
+                next_messages = [*messages, Message(role="assistant", content=response), step.observation]
+                still_active.append((position, env, next_messages))
+                _advance(progress, 1)
+        active = still_active
+    return records
+
+
+def _advance(progress: Progress | None, amount: int) -> None:
+    if progress is not None:
+        progress(amount)
+
+
+def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict[str, Any]:
+    """Success by turn (cumulative), mean reward and turns, counts of invalid and skipped examples."""
+    scored = [r for r in records if r.status == "ok"]
+    n = len(scored)
+    successes = [r.k_star for r in scored if r.k_star is not None]
+    rewards = [r.reward["total"] for r in scored if r.reward is not None]
+    return {
+        "examples": len(records),
+        "scored": n,
+        "gold_invalid": sum(r.status == "gold_invalid" for r in records),
+        "skipped": sum(r.status == "skipped" for r in records),
+        "success_by_turn": {
+            str(k): round(sum(1 for s in successes if s <= k) / n, 6) if n else 0.0 for k in range(1, max_turns + 1)
+        },
+        "first_turn_accuracy": round(sum(1 for s in successes if s == 1) / n, 6) if n else 0.0,
+        "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else 0.0,
+        "mean_turns": round(sum(len(r.turns) for r in scored) / n, 6) if n else 0.0,
+        "format_rate": round(
+            sum(t["format_ok"] for r in scored for t in r.turns) / max(1, sum(len(r.turns) for r in scored)), 6
+        ),
+    }
+
+
+def record_dict(record: EpisodeRecord) -> dict[str, Any]:
+    return asdict(record)
