@@ -17,35 +17,22 @@ docs/benchmarks.md under "## ODT" with the command, date and machine. Run from t
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
-import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
-import sqlglot
 from rich.console import Console
 from rich.table import Table
 
+from _common import DEFAULT_DATA, DEFAULT_DOC, machine, median_seconds, write_section
 from progress_sql.odt import build_odt, diagnose, prepare_gold
 from progress_sql.sql.parse import parse_sql
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
-DEFAULT_DOC = ROOT / "docs" / "benchmarks.md"
 MODELS = (1, 2, 3, 4, 5)
 TARGET_PER_SECOND = 1_000
-DOC_HEADER = (
-    "# Benchmarks\n\n"
-    "Benchmarks: each figure with the command that produced it; medians of repeats on the project's 2-core "
-    "machine, ratios against a baseline measured in the same run.\n"
-)
 SECTION = "## ODT"
 
 
@@ -85,15 +72,6 @@ def load_golds(data: Path) -> list[str]:
     return [line.rpartition("\t")[0] for line in lines]
 
 
-def median_seconds(run: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def measure(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int) -> list[Stage]:
     preds = [pred for pred, _ in pairs]
     gold_sql = [golds[index] for _, index in pairs]
@@ -125,19 +103,6 @@ def measure(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int)
     for _, _, run in stages:  # warm up every code path once, untimed
         run()
     return [Stage(name, what, median_seconds(run, repeat)) for name, what, run in stages]
-
-
-def machine() -> dict[str, str]:
-    parser_file = getattr(sqlglot.parser, "__file__", "") or ""
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {
-        "nproc": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "sqlglot": metadata.version("sqlglot"),
-        "sqlglotc compiled parser": "active" if parser_file.endswith(".so") else "not active (pure Python)",
-        "platform": platform.platform(),
-        "load average at start": " / ".join(f"{value:.2f}" for value in load) if load else "n/a",
-    }
 
 
 def render_table(stages: Sequence[Stage], pairs: int) -> Table:
@@ -194,20 +159,6 @@ def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, inf
     return "\n".join(lines)
 
 
-def write_section(doc: Path, section: str) -> None:
-    """Replace (or append) the "## ODT" section of ``doc``, creating the file with its header."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_HEADER
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
-    if start is None:
-        new_text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        new_text = "\n".join([*lines[:start], *section.rstrip("\n").splitlines(), "", *lines[end:]]).rstrip("\n") + "\n"
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(new_text if new_text.endswith("\n") else new_text + "\n", encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pairs", type=int, default=None, help="number of pairs (default: all, 5 x 1034)")
@@ -232,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_doc:
         shown_args = sys.argv[1:] if argv is None else list(argv)
         command = shlex.join([".venv/bin/python", "bench/odt.py", *shown_args])
-        write_section(args.doc, markdown(stages, len(pairs), args.repeat, command, info))
+        write_section(args.doc, SECTION, markdown(stages, len(pairs), args.repeat, command, info))
         console.print(f"recorded in {args.doc}")
     return 0
 

@@ -137,6 +137,7 @@ garbage = st.one_of(
     st.just("<think>x</think><sql>SELECT 1; SELECT 2</sql>"),
     st.just("<sql>DROP TABLE suppliers</sql>"),
     st.builds(lambda n: "<think>" + "x" * n, st.integers(0, 200_000)),
+    st.just("<think>a</think><sql>SELECT " + "x, " * 350_000 + "1</sql>"),  # a megabyte
     st.builds(lambda s: f"<think>a</think><sql>{s}</sql>", st.text(max_size=200)),
 )
 

@@ -9,6 +9,7 @@ examples that share it); every model query runs in the isolated execution pool.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -100,6 +101,21 @@ class StepResult:
     info: TurnInfo
 
 
+class _StageClock:
+    """Adds the seconds since the previous lap to a named stage (cheap enough to stay always on)."""
+
+    __slots__ = ("last", "totals")
+
+    def __init__(self, totals: dict[str, float]) -> None:
+        self.totals = totals
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.totals[stage] = self.totals.get(stage, 0.0) + now - self.last
+        self.last = now
+
+
 @dataclass(frozen=True, slots=True)
 class _Gold:
     reference: GoldReference
@@ -130,11 +146,15 @@ class SQLRefineEnv:
         self._gold: _Gold | None = None
         self._turns: list[Turn] = []
         self._done = False
+        #: Seconds spent per stage (gold, extract, execute, compare, odt, reward, feedback) since creation.
+        self.stage_seconds: dict[str, float] = {}
 
     # -- episode -------------------------------------------------------------------------------
     def reset(self, example: Example) -> list[Message]:
         """Start an episode; raises :class:`GoldQueryError` when the example's gold cannot be used."""
+        clock = _StageClock(self.stage_seconds)
         self._gold = self._prepare(example)
+        clock.lap("gold")
         self._example = example
         self._turns = []
         self._done = False
@@ -151,17 +171,23 @@ class SQLRefineEnv:
         if self._done:
             raise RuntimeError("the episode is over: call reset() first")
         example, gold = self._example, self._gold
+        clock = _StageClock(self.stage_seconds)
         extracted = extract(response)
+        clock.lap("extract")
         result = self._execute(example, extracted.sql)
+        clock.lap("execute")
         verdict = judge(self.preset, example.gold_sql, gold.results, result) if extracted.sql else None
         match = verdict is not None and verdict.match
+        clock.lap("compare")
         diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
+        clock.lap("odt")
         turn_number = len(self._turns) + 1
         self._turns.append(Turn(extracted.sql, extracted.format_ok, result.ok, match, diagnosis.f, response))
         terminated = match
         truncated = not match and turn_number >= self.config.max_turns
         self._done = terminated or truncated
         breakdown = self._score() if self._done else None
+        clock.lap("reward")
         info = TurnInfo(
             turn=turn_number,
             sql=extracted.sql,
@@ -178,6 +204,7 @@ class SQLRefineEnv:
             reward=breakdown,
         )
         observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result))
+        clock.lap("feedback")
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
 
     @property

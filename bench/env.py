@@ -1,0 +1,192 @@
+"""Refinement-environment throughput on Spider dev with a scripted policy (T = 4).
+
+The policy answers turn k with the k-th published system's prediction for the question
+(``../shared/data/predictions/spider-dev/model_{1..4}.txt``) and the fourth turn with the gold, so the
+trajectories mix first-turn successes, late successes, invalid SQL and misses, as RL rollouts do.
+Each episode resets a fresh ``SQLRefineEnv`` sharing one execution pool and gold cache.
+
+One run measures:
+
+* cold: the first pass, gold queries executed and profiled (``gold`` stage);
+* warm: a second pass over the same examples with the gold results cached;
+* the share of step time per stage (extract, execute, compare, ODT, reward, feedback);
+* baseline: a bare in-process loop executing the same predicted SQL with the same deadline and row
+  cap (``Executor.run``), so the environment's overhead per turn is visible.
+
+    .venv/bin/python bench/env.py [--examples N] [--workers W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from _common import DEFAULT_DATA, DEFAULT_DOC, machine, write_section
+from progress_sql.data.tasks import load_task
+from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.errors import GoldQueryError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.types import Example
+
+SECTION = "## Environment"
+STAGES = ("extract", "execute", "compare", "odt", "reward", "feedback")
+
+
+def scripted_responses(data: Path, examples: Sequence[Example]) -> list[list[str]]:
+    folder = data / "predictions" / "spider-dev"
+    predictions = [(folder / f"model_{k}.txt").read_text(encoding="utf-8").splitlines() for k in (1, 2, 3)]
+    wrap = "<think>scripted</think><sql>{}</sql>".format
+    return [[wrap(p[e.index]) for p in predictions] + [wrap(e.gold_sql)] for e in examples]
+
+
+@dataclass(slots=True)
+class PassResult:
+    seconds: float = 0.0
+    episodes: int = 0
+    turn_seconds: list[float] = field(default_factory=list)
+    #: Stage seconds over turns whose execution finished (timeouts excluded: they only measure the deadline).
+    stages: dict[str, float] = field(default_factory=dict)
+    timeouts: int = 0
+
+
+def run_pass(
+    examples: Sequence[Example],
+    scripts: Sequence[Sequence[str]],
+    config: EnvConfig,
+    pool: ExecutionPool,
+    cache: GoldCache,
+) -> PassResult:
+    """One pass over every example: a fresh environment per episode, shared pool and cache."""
+    result = PassResult()
+    start = time.perf_counter()
+    for example, responses in zip(examples, scripts, strict=True):
+        env = SQLRefineEnv(config, pool=pool, cache=cache)
+        try:
+            env.reset(example)
+        except GoldQueryError:
+            continue
+        for response in responses:
+            before = dict(env.stage_seconds)
+            began = time.perf_counter()
+            step = env.step(response)
+            result.turn_seconds.append(time.perf_counter() - began)
+            if step.info.exec_status == "timeout":
+                result.timeouts += 1
+            else:
+                for name, total in env.stage_seconds.items():
+                    result.stages[name] = result.stages.get(name, 0.0) + total - before.get(name, 0.0)
+            if step.terminated or step.truncated:
+                break
+        result.episodes += 1
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def bare_loop(examples: Sequence[Example], scripts: Sequence[Sequence[str]], limits: ExecLimits) -> list[float]:
+    """Execute the predicted SQL of the first three turns in process, nothing else."""
+    from progress_sql.sql.extract import extract
+
+    executor = Executor()
+    sqls = [(e.db_path, extract(r).sql or "") for e, rs in zip(examples, scripts, strict=True) for r in rs[:3]]
+    times = []
+    for db_path, sql in sqls:
+        began = time.perf_counter()
+        executor.run(db_path, sql, limits)
+        times.append(time.perf_counter() - began)
+    executor.close()
+    return times
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--examples", type=int, default=None, help="first N Spider dev examples with a database")
+    parser.add_argument("--workers", type=int, default=1, help="execution worker processes")
+    parser.add_argument("--timeout", type=float, default=2.0, help="seconds per SQL execution (RL-style deadline)")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
+    parser.add_argument("--no-doc", action="store_true")
+    args = parser.parse_args(argv)
+    if not (args.data_dir / "spider" / "dev.json").is_file():
+        print(
+            f"error: {args.data_dir}/spider/dev.json not found (this benchmark needs ../shared/data)", file=sys.stderr
+        )
+        return 1
+    examples = [e for e in load_task("spider-dev", args.data_dir / "spider") if Path(e.db_path).is_file()]
+    examples = examples[: args.examples] if args.examples else examples
+    scripts = scripted_responses(args.data_dir, examples)
+    info = machine()
+    config = EnvConfig(max_turns=4, timeout_s=args.timeout)
+    limits = ExecLimits(timeout_s=config.timeout_s, max_rows=config.max_rows)
+    cache = GoldCache()
+    with ExecutionPool(workers=args.workers) as pool:
+        cold = run_pass(examples, scripts, config, pool, cache)
+        warm = run_pass(examples, scripts, config, pool, cache)
+    bare = bare_loop(examples, scripts, limits)
+
+    title = f"SQLRefineEnv on Spider dev, {len(examples)} examples, T = 4, {args.workers} worker(s), {args.timeout:g} s"
+    table = Table(title=title)
+    columns = ("pass", "episodes", "turns", "timeouts", "seconds", "episodes/s", "median ms/turn", "mean ms/turn")
+    for column in columns:
+        table.add_column(column, justify="right")
+    rows = []
+    for name, run in (("cold (gold executed)", cold), ("warm (gold cached)", warm)):
+        turns = len(run.turn_seconds)
+        row = (name, str(run.episodes), str(turns), str(run.timeouts), f"{run.seconds:.2f}",
+               f"{run.episodes / run.seconds:.1f}", f"{1000 * statistics.median(run.turn_seconds):.2f}",
+               f"{1000 * run.seconds / turns:.2f}")  # fmt: skip
+        rows.append(row)
+        table.add_row(*row)
+    bare_median_ms = 1000 * statistics.median(bare)
+    warm_median_ms = 1000 * statistics.median(warm.turn_seconds)
+    stage_total = sum(warm.stages.get(s, 0.0) for s in STAGES)
+    shares = {s: warm.stages.get(s, 0.0) / stage_total for s in STAGES}
+    share_text = ", ".join(f"{s} {100 * v:.1f}%" for s, v in shares.items())
+    console = Console(width=160)
+    console.print(table)
+    console.print(f"warm step time by stage (turns without a timeout): {share_text}")
+    console.print(f"baseline: bare in-process execution, median {bare_median_ms:.3f} ms/query over {len(bare)} queries")
+
+    if not args.no_doc:
+        command = shlex.join([".venv/bin/python", "bench/env.py", *(sys.argv[1:] if argv is None else argv)])
+        lines = [
+            SECTION,
+            "",
+            "Scripted-policy trajectories through `SQLRefineEnv` (turn k answers with published system k's",
+            "prediction, turn 4 with the gold), a fresh environment per episode, one shared pool and gold cache.",
+            "",
+            f"Command: `{command}`  ",
+            f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+            "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
+            "",
+            "| " + " | ".join(columns) + " |",
+            "|---|" + "---:|" * (len(columns) - 1),
+            *(f"| {' | '.join(row)} |" for row in rows),
+            "",
+            f"Warm step time by stage, over turns whose SQL finished before the deadline: {share_text}.",
+            "",
+            "Baseline in the same run: a bare in-process loop executing the same predicted SQL with the same",
+            f"deadline and row cap: median {bare_median_ms:.3f} ms per query. A warm environment turn has a median",
+            f"of {warm_median_ms:.2f} ms ({warm_median_ms / bare_median_ms:.0f}x): the isolated worker's round trip,",
+            "the comparison, the ODT diagnosis, the reward and the feedback. Means are dominated by the queries",
+            "that run into the deadline (the `timeouts` column).",
+            "",
+        ]
+        write_section(args.doc, SECTION, "\n".join(lines))
+        console.print(f"recorded in {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
