@@ -1,0 +1,54 @@
+"""The embedded mini dataset of ``progress-sql train``: two Spider databases and their dev questions.
+
+The files are Spider's (Yu et al., 2018), redistributed under CC BY-SA 4.0 (see ``NOTICE.md`` beside
+this module). They ship inside the package, so a fresh install can train without downloading anything.
+
+>>> sorted(embedded_databases())
+['concert_singer', 'pets_1']
+>>> questions = real_questions()
+>>> len(questions), questions[0].db_id
+(87, 'concert_singer')
+>>> Path(questions[0].db_path).is_file()
+True
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from progress_sql.types import Example
+
+#: The folder holding the embedded files (inside the installed package).
+EMBEDDED_DIR = Path(__file__).resolve().parent
+#: The embedded databases, in a fixed order.
+DATABASE_IDS: tuple[str, ...] = ("concert_singer", "pets_1")
+QUESTIONS_FILE = "real_questions.json"
+
+
+def embedded_databases() -> dict[str, Path]:
+    """``db_id -> path of the .sqlite file`` for every embedded database (Spider's layout)."""
+    return {db_id: EMBEDDED_DIR / db_id / f"{db_id}.sqlite" for db_id in DATABASE_IDS}
+
+
+def real_questions() -> list[Example]:
+    """Spider's dev questions over the embedded databases, with ``db_path`` on the embedded files.
+
+    ``index`` is the position in ``real_questions.json``; ``difficulty`` is None (Spider's dev file
+    has no hardness field).
+    """
+    paths = embedded_databases()
+    rows = json.loads((EMBEDDED_DIR / QUESTIONS_FILE).read_text(encoding="utf-8"))
+    return [
+        Example(
+            index=index,
+            question=str(row["question"]),
+            db_id=str(row["db_id"]),
+            db_path=str(paths[row["db_id"]]),
+            gold_sql=str(row["query"]),
+        )
+        for index, row in enumerate(rows)
+    ]
+
+
+__all__ = ["DATABASE_IDS", "EMBEDDED_DIR", "embedded_databases", "real_questions"]
