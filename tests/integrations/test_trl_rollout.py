@@ -1,0 +1,129 @@
+"""The TRL rollout function driven by a scripted policy over a real database: every per-turn field
+against hand-computed values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from progress_sql.data import case_study
+from progress_sql.env import EnvConfig
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.integrations.trl import TrlRollout, component_names, component_reward_funcs
+from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.training.format import CompactFormat
+from progress_sql.types import Example
+
+FORMAT = CompactFormat()
+PROMPT = FORMAT.prompt("contact_lenses", "names and average prices")
+INVALID = "SELECT nope FROM suppliers"
+
+
+class ScriptedGenerator:
+    """Answers the n-th turn of a prompt with the n-th scripted SQL, tokenized, plus eos."""
+
+    def __init__(self, tokenizer: Any, scripts: dict[str, list[str]]) -> None:
+        self.tokenizer = tokenizer
+        self.scripts = {tuple(tokenizer(p, add_special_tokens=False)["input_ids"]): s for p, s in scripts.items()}
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
+        out = []
+        for context in contexts:
+            prompt, script = next((p, s) for p, s in self.scripts.items() if tuple(context[: len(p)]) == p)
+            turn = context[len(prompt) :].count(self.tokenizer.eos_token_id)
+            ids = self.tokenizer(FORMAT.answer(script[turn]), add_special_tokens=False)["input_ids"]
+            out.append([*ids, self.tokenizer.eos_token_id])
+        return out
+
+
+@pytest.fixture
+def example(lenses_db: Path) -> Example:
+    return Example(0, "names and average prices", "contact_lenses", str(lenses_db), case_study.GOLD_SQL)
+
+
+def test_scripted_case_study_fields(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
+    script = [*case_study.TURNS[:2], case_study.GOLD_SQL]
+    rollout = TrlRollout(
+        {PROMPT: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {PROMPT: script}), pool=pool
+    )
+    out = rollout([PROMPT, PROMPT], trainer=None)  # TRL repeats each prompt num_generations times
+    assert len(out["completion_ids"]) == 2
+    assert out["logprobs"] is None
+    assert out["prompt_ids"][0] == tiny_tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
+
+    # the completion is answer, feedback, answer, feedback, answer; feedback tokens masked with 0
+    eos = tiny_tokenizer.eos_token_id
+    pieces: list[tuple[list[int], int]] = []
+    gold = prepare_gold(case_study.GOLD_SQL)
+    diagnoses = [diagnose(sql, gold) for sql in script]
+    for turn, sql in enumerate(script):
+        pieces.append(([*tiny_tokenizer(FORMAT.answer(sql), add_special_tokens=False)["input_ids"], eos], 1))
+        if turn < 2:
+            feedback = FORMAT.feedback(diagnoses[turn].feedback)
+            pieces.append((tiny_tokenizer(feedback, add_special_tokens=False)["input_ids"], 0))
+    assert out["completion_ids"][0] == [t for ids, _ in pieces for t in ids]
+    assert out["env_mask"][0] == [m for ids, m in pieces for _ in ids]
+    assert FORMAT.feedback(diagnoses[0].feedback) == (
+        "\nF: SELECT_ERROR FROM_OR_JOIN_TABLE_MISMATCH JOIN_REDUNDANT JOIN_KEY_MISMATCH GROUP_BY_ERROR HAVING_ERROR\nA:"
+    )
+
+    assert out["num_turns"] == [3, 3]
+    assert out["k_star"] == [3, 3]
+    assert out["first_turn_match"] == [False, False]
+    assert out["first_turn_f"][0] == pytest.approx(diagnoses[0].f)
+    assert out["final_sql"][0] == case_study.GOLD_SQL
+    # fmt 0.5 + keep 0.5 + late 2 * 0.5^2 + align 0.5 * (F3 - F1); the env has the schema, the check none:
+    # every column is qualified, so the scores agree
+    expected = {"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": 0.5 * (diagnoses[2].f - diagnoses[0].f)}
+    assert out["reward_components"][0] == pytest.approx(expected)
+    funcs = component_reward_funcs("progressive")
+    assert [f.__name__ for f in funcs] == ["fmt", "exec", "late", "align"]
+    per_component = [f([PROMPT] * 2, ["", ""], reward_components=out["reward_components"]) for f in funcs]
+    assert sum(values[0] for values in per_component) == pytest.approx(sum(expected.values()))
+
+
+def test_first_turn_match_stops_and_recovery_earns_its_term(
+    tiny_tokenizer: Any, example: Example, pool: ExecutionPool
+) -> None:
+    recovering = FORMAT.prompt("contact_lenses", "recovering")
+    direct = FORMAT.prompt("contact_lenses", "direct")
+    scripts = {recovering: [INVALID, case_study.GOLD_SQL], direct: [case_study.GOLD_SQL]}
+    config = EnvConfig(progressive=ProgressiveConfig(omega_rec=0.7))  # recovery differs from keep here
+    rollout = TrlRollout(
+        {recovering: example, direct: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, scripts),
+        env_config=config, pool=pool,
+    )  # fmt: skip
+    out = rollout([recovering, direct], trainer=None)
+    assert out["num_turns"] == [2, 1]
+    assert out["k_star"] == [2, 1]
+    assert out["reward_components"][0]["exec"] == 0.7
+    assert out["reward_components"][0]["late"] == 1.0
+    assert out["reward_components"][1] == pytest.approx({"fmt": 0.5, "exec": 0.5, "late": 2.0, "align": -0.1})
+    assert 0 not in out["env_mask"][1]  # a one-turn trajectory has no feedback tokens
+
+
+def test_at_most_t_turns(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
+    never = FORMAT.prompt("contact_lenses", "never")
+    rollout = TrlRollout(
+        {never: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {never: [INVALID] * 9}),
+        env_config=EnvConfig(max_turns=3), pool=pool,
+    )  # fmt: skip
+    out = rollout([never], trainer=None)
+    assert out["num_turns"] == [3]
+    assert out["k_star"] == [0]
+    assert out["env_mask"][0].count(0) > 0
+
+
+def test_unknown_prompt_is_a_clear_error(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
+    rollout = TrlRollout({PROMPT: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {}), pool=pool)
+    with pytest.raises(Exception, match="not in the training examples"):
+        rollout(["something else"], trainer=None)
+
+
+def test_component_names_of_peer_rewards() -> None:
+    assert component_names("one-shot") == ("correct", "exec", "fmt")
+    assert component_names("progressive") == ("fmt", "exec", "late", "align")
