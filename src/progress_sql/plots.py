@@ -39,3 +39,54 @@ def reward_bound_plot(points: Sequence[tuple[str, float]], path: Path, title: st
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def training_curves(
+    runs: dict[str, Sequence[dict[str, float]]], keys: Sequence[tuple[str, str]], path: Path, title: str
+) -> Path:
+    """One panel per ``(metric key, label)``, one line per run (label -> per-step records with ``step``)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.3), dpi=110, squeeze=False)
+    for axis, (key, label) in zip(axes[0], keys, strict=True):
+        for run, records in runs.items():
+            points = [(r["step"], r[key]) for r in records if key in r]
+            if points:
+                axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", linewidth=1.2, label=run)
+        axis.set_title(label, fontsize=10)
+        axis.set_xlabel("step")
+        axis.spines[["top", "right"]].set_visible(False)
+    if len(runs) > 1:
+        axes[0][0].legend(fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def accuracy_bars(groups: dict[str, dict[str, tuple[float, float, int]]], path: Path, title: str) -> Path:
+    """Grouped bars with error bars: ``{set: {label: (accuracy, standard error, n)}}`` in percent."""
+    plt = _pyplot()
+    sets = list(groups)
+    labels = list(next(iter(groups.values()))) if groups else []
+    figure, axis = plt.subplots(figsize=(1.9 * max(2, len(sets)) + 1.5, 3.5), dpi=110)
+    width = 0.8 / max(1, len(labels))
+    for offset, label in enumerate(labels):
+        xs = [i + offset * width for i in range(len(sets))]
+        values = [100 * groups[s][label][0] for s in sets]
+        errors = [100 * groups[s][label][1] for s in sets]
+        bars = axis.bar(xs, values, width, yerr=errors, capsize=3, label=label)
+        axis.bar_label(bars, fmt="%.1f", padding=2, fontsize=8)
+    axis.set_xticks([i + width * (len(labels) - 1) / 2 for i in range(len(sets))])
+    axis.set_xticklabels([f"{s}\n(n={next(iter(groups[s].values()))[2]})" for s in sets], fontsize=8)
+    axis.set_ylabel("execution accuracy (%)")
+    axis.set_ylim(0, 110)
+    axis.legend(fontsize=8)
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path

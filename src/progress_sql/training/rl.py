@@ -1,0 +1,193 @@
+"""The RL phase of ``progress-sql train``: multi-turn GRPO / GSPO through TRL with our environment.
+
+Per step, ``metrics.jsonl`` gets TRL's own logs (reward and each component, reward std, the share of
+groups with zero reward variance, completion length, clip ratios, loss) merged with trajectory
+statistics from the rollout function (turns per trajectory, success and first-correct turn,
+first-turn F and EX). Checkpoints go to ``<out>/checkpoints``; a rerun resumes from the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from progress_sql.env.core import EnvConfig
+from progress_sql.errors import ConfigError
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.integrations.trl import ModelGenerator, TrlRollout, component_reward_funcs, trainer_preset
+from progress_sql.rewards.registry import get_reward
+from progress_sql.training.format import ConversationFormat
+from progress_sql.types import Example
+
+
+@dataclass(frozen=True, slots=True)
+class RLSettings:
+    """The RL phase's knobs; defaults are the CPU default run's (train-feasibility.md)."""
+
+    preset: str = "grpo"
+    reward: str = "progressive"
+    turns: int = 2
+    steps: int = 40
+    prompts_per_step: int = 4
+    generations: int = 8
+    learning_rate: float = 5e-5
+    max_new_tokens: int = 48
+    temperature: float = 1.0
+    timeout_s: float = 2.0
+    save_steps: int = 10
+    seed: int = 0
+    use_cpu: bool = True
+
+    def __post_init__(self) -> None:
+        if self.turns < 1:
+            raise ConfigError(f"the turn budget T must be >= 1, got {self.turns}")
+        if self.steps < 1 or self.prompts_per_step < 1 or self.generations < 2:
+            raise ConfigError("RL needs steps >= 1, prompts_per_step >= 1 and generations >= 2 (a group)")
+        get_reward(self.reward)
+        trainer_preset(self.preset)
+
+
+@dataclass(slots=True)
+class RLResult:
+    steps: int
+    seconds: float
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    resumed_from: str | None = None
+
+
+class _TrajectoryStats:
+    """Wraps the rollout function and keeps per-call trajectory statistics for the step logs."""
+
+    def __init__(self, rollout: TrlRollout) -> None:
+        self.rollout = rollout
+        self.pending: dict[str, float] = {}
+
+    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
+        output = self.rollout(prompts, trainer)
+        n = max(1, len(prompts))
+        k_stars = [k for k in output["k_star"] if k]
+        self.pending = {
+            "trajectory/turns_mean": sum(output["num_turns"]) / n,
+            "trajectory/success": len(k_stars) / n,
+            "trajectory/first_correct_turn_mean": sum(k_stars) / len(k_stars) if k_stars else 0.0,
+            "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
+            "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
+        }
+        return output
+
+
+def _metrics_callback(path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]) -> Any:
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            record = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}}
+            if stats.pending:
+                record.update(stats.pending)
+                stats.pending = {}
+            sink.append(record)
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    return MetricsCallback()
+
+
+def last_checkpoint(folder: Path) -> Path | None:
+    """The newest ``checkpoint-N`` folder under ``folder``."""
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+
+
+def run_rl(
+    model: Any,
+    tokenizer: Any,
+    fmt: ConversationFormat,
+    prompts: dict[str, Example],
+    settings: RLSettings,
+    out: Path,
+    pool: ExecutionPool,
+    *,
+    on_step: Callable[[int], None] | None = None,
+) -> RLResult:
+    """Train ``model`` in place with multi-turn rollouts on ``prompts`` (prompt text -> example)."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    if not prompts:
+        raise ConfigError("RL needs at least one training prompt")
+    out.mkdir(parents=True, exist_ok=True)
+    preset = dict(trainer_preset(settings.preset).settings)
+    accumulation = int(preset.pop("gradient_accumulation_steps", 1))
+    preset["num_generations"] = settings.generations
+    preset["temperature"] = settings.temperature
+    args = GRPOConfig(
+        output_dir=str(out / "checkpoints"),
+        use_cpu=settings.use_cpu,
+        per_device_train_batch_size=settings.prompts_per_step * settings.generations,
+        gradient_accumulation_steps=accumulation,
+        max_steps=settings.steps,
+        max_completion_length=settings.turns * (settings.max_new_tokens + 40),
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=settings.seed,
+        **preset,
+    )
+    stats = _TrajectoryStats(
+        TrlRollout(
+            prompts,
+            tokenizer,
+            fmt,
+            ModelGenerator(tokenizer, settings.max_new_tokens, settings.temperature),
+            env_config=EnvConfig(max_turns=settings.turns, reward=settings.reward, timeout_s=settings.timeout_s,
+                                 schema_profile="none"),
+            pool=pool,
+        )
+    )  # fmt: skip
+    metrics: list[dict[str, Any]] = []
+
+    class StepCallback(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            if on_step is not None:
+                on_step(state.global_step)
+
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=component_reward_funcs(settings.reward),
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": list(prompts)}),
+        processing_class=tokenizer,
+        rollout_func=stats,
+        callbacks=[_metrics_callback(out / "metrics.jsonl", stats, metrics), StepCallback()],
+    )
+    resume = last_checkpoint(out / "checkpoints")
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None)
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The per-step records of a run folder's metrics.jsonl (empty when absent)."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def sequence_of(values: Sequence[dict[str, Any]], key: str) -> list[float]:
+    return [float(v[key]) for v in values if key in v]
