@@ -12,7 +12,7 @@ import typer
 
 from progress_sql import __version__
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("eval",)
 
 app = typer.Typer(
     name="progress-sql",
