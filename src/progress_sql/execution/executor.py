@@ -234,16 +234,13 @@ def _run_on(
         try:
             columns = tuple(d[0] for d in cursor.description or ())
             size = 0
-            while not truncated:
-                batch = cursor.fetchmany(1024)
-                if not batch:
+            # Row by row (not fetchmany), so the byte cap stops a stream of huge values in time.
+            for row in cursor:
+                size += _row_bytes(row)
+                if len(rows) >= limits.max_rows or size > limits.max_bytes:
+                    truncated = True
                     break
-                for row in batch:
-                    size += _row_bytes(row)
-                    if len(rows) >= limits.max_rows or size > limits.max_bytes:
-                        truncated = True
-                        break
-                    rows.append(row)
+                rows.append(row)
             if truncated and limits.drain_after_cap:
                 while cursor.fetchmany(4096):
                     pass
