@@ -34,7 +34,8 @@ def test_a_gold_runs_once_for_many_examples(tmp_path: Path, make_database: Any, 
     root = _layout(tmp_path, make_database)
     cache = GoldCache()
     results = gold_results(_examples(root, 5), get_preset("spider"), pool, cache=cache)
-    assert len(cache) == 1 and cache.misses == 1
+    assert len(cache) == 1
+    assert cache.misses == 1
     assert all(r[0].rows == results[0][0].rows for r in results)
 
 
@@ -47,7 +48,8 @@ def test_disk_cache_survives_and_keys_on_content(
     gold_results(_examples(root, 2), preset, pool, cache=first)
     second = GoldCache(tmp_path / "cache")
     again = gold_results(_examples(root, 2), preset, pool, cache=second)
-    assert second.misses == 0 and again[0][0].ok
+    assert second.misses == 0
+    assert again[0][0].ok
     # Same content under another path: same key. Different content: different key.
     copy = tmp_path / "copy.sqlite"
     shutil.copy(database_path(root, "compare"), copy)

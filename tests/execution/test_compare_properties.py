@@ -50,7 +50,7 @@ def test_permuting_rows_and_columns_keeps_spider_and_strict_verdicts(
 def test_permutation_keeps_verdict_against_a_different_result(
     case: tuple[list[Row], list[int], list[int]], data: st.DataObject
 ) -> None:
-    rows, row_order, column_order = case
+    rows, _row_order, column_order = case
     other = data.draw(st.lists(st.tuples(*[values] * len(rows[0])), min_size=1, max_size=8))
     shuffled = [tuple(other[r][c] for c in column_order) for r in range(len(other))]
     shuffled = [shuffled[i] for i in data.draw(st.permutations(list(range(len(shuffled)))))]

@@ -39,7 +39,8 @@ def test_killing_a_worker_mid_batch_loses_no_other_result(compare_db: Path) -> N
         assert "worker process died" in (results[slow_index].error or "")
         for i, result in enumerate(results):
             if i != slow_index:
-                assert result.status == "ok" and result.rows == ((i, "Joe"),)
+                assert result.status == "ok"
+                assert result.rows == ((i, "Joe"),)
         # The replaced worker serves the next batch.
         again = pool.run_many([ExecJob(str(compare_db), "SELECT count(*) FROM singer")] * 4)
         assert [r.rows for r in again] == [((6,),)] * 4
@@ -60,5 +61,6 @@ def test_close_stops_every_worker(compare_db: Path) -> None:
 
 def test_missing_database_is_an_error_result(tmp_path: Path, pool: ExecutionPool) -> None:
     result = pool.run(ExecJob(str(tmp_path / "absent.sqlite"), "SELECT 1"))
-    assert result.status == "error" and "not found" in (result.error or "")
+    assert result.status == "error"
+    assert "not found" in (result.error or "")
     assert not (tmp_path / "absent.sqlite").exists()

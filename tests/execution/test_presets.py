@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import describe, get_preset, judge
 from progress_sql.execution.executor import execute
 from progress_sql.execution.presets.spider import result_eq
 from progress_sql.execution.sqltext import first_statement, strip_distinct
-from progress_sql.errors import ConfigError
 from progress_sql.types import ExecResult
 
 
@@ -152,7 +152,8 @@ def test_strict_order_keys_by_position_and_alias(compare_db: Path) -> None:
         "SELECT country, count(*) FROM singer GROUP BY country ORDER BY 2 DESC LIMIT 1",
     ):
         gold = _strict_gold(compare_db, gold_sql)
-        assert len(gold) == 2 and gold[1].ok
+        assert len(gold) == 2
+        assert gold[1].ok
         assert judge(preset, gold_sql, gold, gold[0]).match
 
 
