@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,18 @@ def normalize_sql(sql: str) -> str:
 
 
 def cache_key(db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits) -> str:
+    """The key of one gold result; the file's digest is re-validated (by stat) on every call."""
+    return _key(file_digest(db_path), sql, json.dumps(preset, sort_keys=True), limits)
+
+
+@lru_cache(maxsize=65_536)
+def _key(db_digest: str, sql: str, preset_json: str, limits: ExecLimits) -> str:
     payload = json.dumps(
         {
             "v": _FORMAT,
-            "db": file_digest(db_path),
+            "db": db_digest,
             "sql": normalize_sql(sql),
-            "preset": preset,
+            "preset": json.loads(preset_json),
             "limits": asdict(limits),
         },
         sort_keys=True,

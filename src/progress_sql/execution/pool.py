@@ -6,6 +6,10 @@ the worker has not answered by then it kills the process (the item is a ``timeou
 one. A worker that dies for any other reason (out of memory, a signal) makes its item an ``error``;
 the rest of the batch carries on. Workers start lazily and are reused across batches.
 
+Workers are started with the ``spawn`` method (the parent runs threads, and forking a threaded
+process is unsafe), so a script that uses the pool needs the usual ``if __name__ == "__main__":``
+guard.
+
 Usage::
 
     with ExecutionPool(workers=2) as pool:
