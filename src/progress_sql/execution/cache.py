@@ -24,14 +24,14 @@ from progress_sql.execution.sqltext import tokens
 from progress_sql.types import ExecResult, SQLValue
 
 _FORMAT = 1
-_digests: dict[tuple[str, int, int], str] = {}
+_digests: dict[tuple[int, int, int, int], str] = {}
 _digest_lock = threading.Lock()
 
 
 def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, computed once per (path, size, mtime)."""
+    """SHA-256 of a file's bytes, computed once per (device, inode, size, mtime)."""
     stat = os.stat(path)
-    memo_key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)  # the file, not its name
     with _digest_lock:
         known = _digests.get(memo_key)
     if known is not None:

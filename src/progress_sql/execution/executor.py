@@ -188,9 +188,10 @@ class Executor:
             conn = self._connection(db_path, limits)
         except sqlite3.Error as error:
             return ExecResult("error", error=f"cannot open database: {error}")
-        result = _run_on(conn, sql, limits, start, str)
+        deadline = time.monotonic() + limits.timeout_s  # one budget, even when the query runs twice
+        result = _run_on(conn, sql, limits, start, deadline, str)
         if result.status == "error" and "decode to UTF-8" in (result.error or ""):
-            result = _run_on(conn, sql, limits, start, _lossy_text)
+            result = _run_on(conn, sql, limits, start, deadline, _lossy_text)
         return result
 
 
@@ -208,9 +209,9 @@ def _run_on(
     sql: str,
     limits: ExecLimits,
     start: float,
+    deadline: float,
     text_factory: Callable[[bytes], Any],
 ) -> ExecResult:
-    deadline = time.monotonic() + limits.timeout_s
     timed_out = False
 
     def past_deadline() -> int:
