@@ -74,11 +74,16 @@ def test_spider_preset_agrees_with_the_official_evaluator(
     assert disagreements == 0
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize(
+    ("preset", "options"),
+    [(name, {}) for name in sorted(PRESETS)]
+    + [("spider", {"keep_distinct": True}), ("strict", {"tie_aware": False})],
+)
 def test_gold_as_prediction_is_perfect_on_spider_dev(
-    spider_dev: list[Example], agreement_pool: ExecutionPool, preset: str
+    spider_dev: list[Example], agreement_pool: ExecutionPool, preset: str, options: dict[str, bool]
 ) -> None:
-    records = score(spider_dev, [e.gold_sql for e in spider_dev], get_preset(preset), agreement_pool)
+    chosen = get_preset(preset, **options)
+    records = score(spider_dev, [e.gold_sql for e in spider_dev], chosen, agreement_pool)
     scored = [r for r in records if r.verdict != "skipped"]
     assert len(scored) == 972
     assert [r.index for r in scored if not r.match] == []
