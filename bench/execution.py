@@ -80,9 +80,7 @@ def main() -> None:
                 predictions = load_predictions(
                     DATA / "predictions" / "spider-dev" / f"model_{model}.txt", len(examples)
                 )
-                bare_s, queries = (
-                    bare_loop(present, predictions, limits) if workers == 1 else (float("nan"), 0)
-                )
+                bare_s, queries = bare_loop(present, predictions, limits) if workers == 1 else (float("nan"), 0)
                 cache = GoldCache()
                 t0 = time.perf_counter()
                 score(examples, predictions, preset, pool, limits=limits, cache=cache)
@@ -140,8 +138,7 @@ def main() -> None:
         widths = [max(7, len(h)) for h in header]
         print(
             " ".join(
-                f"{c:>{w}.3f}" if isinstance(c, float) else f"{c:>{w}}"
-                for c, w in zip(cells, widths, strict=True)
+                f"{c:>{w}.3f}" if isinstance(c, float) else f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)
             )
         )
     for workers in (1, 2):

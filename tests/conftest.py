@@ -1,5 +1,10 @@
-"""Shared test fixtures: real SQLite files built from tests/fixtures/sql, the shared benchmark data
-(skipped with a message when absent), and one execution pool per session."""
+"""Shared test settings and fixtures.
+
+Tests run single-threaded numerics (``OMP_NUM_THREADS=1``): on a busy 2-core machine more threads make
+torch many times slower. Tests that need the real benchmark files beside the checkout take the
+``shared_data`` fixture, which skips them with a message when ``../shared/data`` is absent (a user's
+fresh clone has no ``../shared``).
+"""
 
 from __future__ import annotations
 
@@ -10,49 +15,75 @@ from pathlib import Path
 
 import pytest
 
-# Set before anything imports numerical libraries: on a busy 2-core machine more threads are slower.
+from progress_sql.execution.pool import ExecutionPool
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-REPO = Path(__file__).resolve().parent.parent
-SQL_FIXTURES = REPO / "tests" / "fixtures" / "sql"
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: The repository root: the parent of ``tests/``.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: ``../shared/data`` from the repository root: real Spider / BIRD files and model predictions.
+SHARED_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
+SHARED_DATA_MISSING = (
+    "../shared/data not found: this test needs the benchmark files beside the checkout (see ../shared/data/README.md)"
+)
 
 
-def build_database(script: str, folder: Path) -> Path:
-    """Build ``folder/<script>.sqlite`` from ``tests/fixtures/sql/<script>.sql``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{script}.sqlite"
-    conn = sqlite3.connect(path)
-    try:
-        conn.executescript((SQL_FIXTURES / f"{script}.sql").read_text(encoding="utf-8"))
-        conn.commit()
-    finally:
-        conn.close()
-    return path
-
-
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """``../shared/data``, or a skip that says why."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"../shared/data not found: {SHARED_DATA} (benchmark data for agreement tests)")
+def shared_data_dir() -> Path:
+    """``../shared/data`` resolved from the repository root (it may not exist)."""
     return SHARED_DATA
 
 
 @pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared benchmark folder; skips the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(SHARED_DATA_MISSING)
+    return SHARED_DATA
+
+
+#: Committed SQL scripts from which tests build real SQLite databases.
+SQL_SCRIPTS = REPO_ROOT / "tests" / "fixtures" / "sql"
+
+
+def build_database(script: str, folder: Path) -> Path:
+    """Create ``folder/<name>/<name>.sqlite`` (Spider's layout) from ``tests/fixtures/sql/<script>``."""
+    name = Path(script).stem
+    path = folder / name / f"{name}.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    try:
+        connection.executescript((SQL_SCRIPTS / script).read_text(encoding="utf-8"))
+        connection.commit()
+    finally:
+        connection.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def music_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder in Spider's release layout: questions.json and database/music/music.sqlite."""
+    root = tmp_path_factory.mktemp("music_data")
+    build_database("music.sql", root / "database")
+    (root / "questions.json").write_text(
+        (REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    return root
+
+
+@pytest.fixture(scope="session")
 def make_database() -> object:
-    """The :func:`build_database` function, for tests that need their own copy."""
+    """The :func:`build_database` function, for tests that build their own copy."""
     return build_database
 
 
 @pytest.fixture(scope="session")
 def compare_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_database("compare", tmp_path_factory.mktemp("compare"))
+    """Spider-layout database built from ``compare.sql`` (duplicates, floats, ties at a LIMIT)."""
+    return build_database("compare.sql", tmp_path_factory.mktemp("compare"))
 
 
 @pytest.fixture(scope="session")
-def pool() -> Iterator[object]:
-    from progress_sql.execution.pool import ExecutionPool
-
+def pool() -> Iterator[ExecutionPool]:
+    """One isolated execution pool shared by the tests of a session."""
     with ExecutionPool(workers=2, memory_bytes=1536 * 2**20) as shared:
         yield shared

@@ -14,7 +14,7 @@ runner = CliRunner()
 
 
 def _task(tmp_path: Path, make_database: Any) -> Path:
-    make_database("compare", tmp_path / "database" / "compare")
+    make_database("compare.sql", tmp_path / "database")
     items = [
         {"db_id": "compare", "question": "names", "query": "SELECT name FROM singer"},
         {"db_id": "compare", "question": "count", "query": "SELECT count(*) FROM singer"},

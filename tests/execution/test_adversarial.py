@@ -126,7 +126,7 @@ def _digest(path: Path) -> str:
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory, make_database: Any) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("adversarial")
-    database: Path = make_database("adversarial", root / "db")
+    database: Path = make_database("adversarial.sql", root)
     outside = root / "outside"
     outside.mkdir()
     return database, outside

@@ -52,12 +52,8 @@ def test_spider_preset_agrees_with_the_official_evaluator(
 ) -> None:
     folder = shared_data / "predictions" / "spider-dev"
     predictions = load_predictions(folder / f"model_{model}.txt", len(spider_dev))
-    official = [
-        json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()
-    ]
-    records = score(
-        spider_dev, predictions, get_preset("spider"), agreement_pool, limits=LIMITS, cache=gold_cache
-    )
+    official = [json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()]
+    records = score(spider_dev, predictions, get_preset("spider"), agreement_pool, limits=LIMITS, cache=gold_cache)
     judged = disagreements = 0
     for record, verdict in zip(records, official, strict=True):
         assert record.index == verdict["index"]
@@ -76,8 +72,7 @@ def test_spider_preset_agrees_with_the_official_evaluator(
 
 @pytest.mark.parametrize(
     ("preset", "options"),
-    [(name, {}) for name in sorted(PRESETS)]
-    + [("spider", {"keep_distinct": True}), ("strict", {"tie_aware": False})],
+    [(name, {}) for name in sorted(PRESETS)] + [("spider", {"keep_distinct": True}), ("strict", {"tie_aware": False})],
 )
 def test_gold_as_prediction_is_perfect_on_spider_dev(
     spider_dev: list[Example], agreement_pool: ExecutionPool, preset: str, options: dict[str, bool]
@@ -89,9 +84,7 @@ def test_gold_as_prediction_is_perfect_on_spider_dev(
     assert [r.index for r in scored if not r.match] == []
 
 
-def test_bird_gold_as_prediction_is_perfect_on_superhero(
-    shared_data: Path, agreement_pool: ExecutionPool
-) -> None:
+def test_bird_gold_as_prediction_is_perfect_on_superhero(shared_data: Path, agreement_pool: ExecutionPool) -> None:
     examples = [e for e in load_task("bird-dev", shared_data / "bird") if e.db_id == "superhero"]
     assert len(examples) == 129
     records = score(examples, [e.gold_sql for e in examples], get_preset("bird"), agreement_pool)

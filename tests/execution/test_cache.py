@@ -17,16 +17,14 @@ from progress_sql.types import Example, ExecResult
 
 def _examples(root: Path, count: int) -> list[Example]:
     return [
-        Example(
-            i, "q", "compare", str(database_path(root, "compare")), "SELECT name FROM singer ORDER BY age"
-        )
+        Example(i, "q", "compare", str(database_path(root, "compare")), "SELECT name FROM singer ORDER BY age")
         for i in range(count)
     ]
 
 
 def _layout(tmp_path: Path, make_database: Any) -> Path:
     root = tmp_path / "database"
-    make_database("compare", root / "compare")
+    make_database("compare.sql", root)
     return root
 
 
@@ -39,9 +37,7 @@ def test_a_gold_runs_once_for_many_examples(tmp_path: Path, make_database: Any, 
     assert all(r[0].rows == results[0][0].rows for r in results)
 
 
-def test_disk_cache_survives_and_keys_on_content(
-    tmp_path: Path, make_database: Any, pool: ExecutionPool
-) -> None:
+def test_disk_cache_survives_and_keys_on_content(tmp_path: Path, make_database: Any, pool: ExecutionPool) -> None:
     root = _layout(tmp_path, make_database)
     preset = get_preset("strict")
     first = GoldCache(tmp_path / "cache")

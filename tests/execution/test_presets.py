@@ -50,8 +50,7 @@ def test_spider_rewrites_text_like_upstream() -> None:
     assert gold == 'SELECT  name FROM t WHERE c = "distinct" AND x >= 1'
     assert preset.prepare_pred("SELECT a FROM t; DROP TABLE t") == "SELECT a FROM t;"
     assert (
-        get_preset("spider", keep_distinct=True).prepare_pred("SELECT DISTINCT a FROM t")
-        == "SELECT DISTINCT a FROM t"
+        get_preset("spider", keep_distinct=True).prepare_pred("SELECT DISTINCT a FROM t") == "SELECT DISTINCT a FROM t"
     )
     assert preset.prepare_pred("SELECT YEAR(CURDATE()) - age FROM t") == "SELECT 2020- age FROM t"
     assert strip_distinct("select count(distinct x) from t") == "select count( x) from t"
@@ -118,22 +117,16 @@ def _strict_gold(db: Path, gold_sql: str) -> list[ExecResult]:
 def test_strict_accepts_every_member_of_a_tie_at_the_limit(compare_db: Path, second: str) -> None:
     gold = _strict_gold(compare_db, TIE_GOLD)
     assert len(gold) == 2  # the gold ran once more, without LIMIT and with its keys
-    pred = execute(
-        compare_db, f"SELECT name FROM player WHERE name IN ('p1', '{second}') ORDER BY score DESC, name"
-    )
+    pred = execute(compare_db, f"SELECT name FROM player WHERE name IN ('p1', '{second}') ORDER BY score DESC, name")
     assert judge(get_preset("strict"), TIE_GOLD, gold, pred).match
 
 
 def test_strict_rejects_outside_the_tie_or_out_of_order(compare_db: Path) -> None:
     gold = _strict_gold(compare_db, TIE_GOLD)
     preset = get_preset("strict")
-    wrong_member = execute(
-        compare_db, "SELECT name FROM player WHERE name IN ('p1', 'p5') ORDER BY score DESC"
-    )
+    wrong_member = execute(compare_db, "SELECT name FROM player WHERE name IN ('p1', 'p5') ORDER BY score DESC")
     assert not judge(preset, TIE_GOLD, gold, wrong_member).match
-    reversed_order = execute(
-        compare_db, "SELECT name FROM player WHERE name IN ('p1', 'p3') ORDER BY score ASC"
-    )
+    reversed_order = execute(compare_db, "SELECT name FROM player WHERE name IN ('p1', 'p3') ORDER BY score ASC")
     assert not judge(preset, TIE_GOLD, gold, reversed_order).match
 
 
@@ -161,8 +154,6 @@ def test_strict_keeps_distinct_and_spider_strips_it(compare_db: Path) -> None:
     gold_sql = "SELECT DISTINCT country FROM singer"
     pred_sql = "SELECT country FROM singer"
     strict, spider = get_preset("strict"), get_preset("spider")
-    assert not judge(
-        strict, gold_sql, _strict_gold(compare_db, gold_sql), execute(compare_db, pred_sql)
-    ).match
+    assert not judge(strict, gold_sql, _strict_gold(compare_db, gold_sql), execute(compare_db, pred_sql)).match
     spider_gold = [execute(compare_db, q) for q in spider.gold_queries(gold_sql)]
     assert judge(spider, gold_sql, spider_gold, execute(compare_db, spider.prepare_pred(pred_sql))).match

@@ -45,17 +45,13 @@ def eval_command(
         ..., "--task", help="A registered task (spider-dev, bird-dev) or a Spider-format questions file."
     ),
     data_dir: Path = typer.Option(None, "--data-dir", help="Folder in the benchmark's release layout."),
-    predictions: Path = typer.Option(
-        ..., "--predictions", help="One SQL per line in dataset order, or JSONL."
-    ),
+    predictions: Path = typer.Option(..., "--predictions", help="One SQL per line in dataset order, or JSONL."),
     preset: str = typer.Option("spider", "--preset", help=f"Comparison semantics: {', '.join(PRESETS)}."),
     out: Path = typer.Option(..., "--out", help="Folder for samples.jsonl and summary.json."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds per query (gold and prediction)."),
     workers: int = typer.Option(0, "--workers", help="Worker processes (0: one per core)."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Keep gold results on disk here across runs."),
-    keep_distinct: bool = typer.Option(
-        False, "--keep-distinct", help="spider preset: do not strip DISTINCT."
-    ),
+    keep_distinct: bool = typer.Option(False, "--keep-distinct", help="spider preset: do not strip DISTINCT."),
     json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
 ) -> None:
     """Execution accuracy of a prediction file, with per-example verdicts."""
@@ -157,8 +153,7 @@ def _print(metrics: dict[str, Any], out: Path, preset: str) -> None:
     accuracy = metrics["execution_accuracy"]
     shown = "n/a" if accuracy is None else f"{100 * accuracy:.2f}%"
     stdout.print(
-        f"execution accuracy ({preset}): [bold]{shown}[/] "
-        f"({metrics['matched']} of {metrics['scored']} scored examples)"
+        f"execution accuracy ({preset}): [bold]{shown}[/] ({metrics['matched']} of {metrics['scored']} scored examples)"
     )
     if metrics["skipped"]:
         stdout.print(f"skipped (database absent): {metrics['skipped']}")

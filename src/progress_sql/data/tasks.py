@@ -28,9 +28,7 @@ class Task:
     def load(self, data_dir: str | Path) -> list[Example]:
         root = Path(data_dir)
         if not root.is_dir():
-            raise DatasetError(
-                f"data folder not found: {root} (task {self.name} expects {self.questions} there)"
-            )
+            raise DatasetError(f"data folder not found: {root} (task {self.name} expects {self.questions} there)")
         return self.loader(root / self.questions, root / self.db_root)
 
 

@@ -114,9 +114,7 @@ def gold_results(
             else:
                 found[key] = hit
     keys = list(missing)
-    ran = pool.run_many(
-        [missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None
-    )
+    ran = pool.run_many([missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None)
     for key, result in zip(keys, ran, strict=True):
         cache.put(key, result)
         found[key] = result
@@ -152,7 +150,5 @@ def summarize(records: Sequence[SampleRecord]) -> dict[str, Any]:
     summary = block(records)
     levels = sorted({r.difficulty for r in records if r.difficulty})
     if levels:
-        summary["by_difficulty"] = {
-            level: block([r for r in records if r.difficulty == level]) for level in levels
-        }
+        summary["by_difficulty"] = {level: block([r for r in records if r.difficulty == level]) for level in levels}
     return summary

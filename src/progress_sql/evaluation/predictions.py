@@ -30,9 +30,7 @@ def load_predictions(path: str | Path, count: int) -> list[str]:
     while lines and not lines[-1].strip() and len(lines) > count:
         lines.pop()  # trailing blank lines
     if len(lines) != count:
-        raise DatasetError(
-            f"{file}: {len(lines)} predictions for {count} examples (one SQL per line, in order)"
-        )
+        raise DatasetError(f"{file}: {len(lines)} predictions for {count} examples (one SQL per line, in order)")
     return [line.strip().split("\t")[0] for line in lines]
 
 

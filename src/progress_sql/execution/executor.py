@@ -94,9 +94,7 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
         return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
     if action in _ALLOWED_ACTIONS:
         return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and (
-        arg2 is None or (arg1 or "").lower() in _READ_PRAGMAS_WITH_ARGUMENT
-    ):
+    if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or (arg1 or "").lower() in _READ_PRAGMAS_WITH_ARGUMENT):
         return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 

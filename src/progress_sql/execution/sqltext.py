@@ -64,9 +64,7 @@ def has_word_sequence(sql: str, words: tuple[str, ...]) -> bool:
     >>> has_word_sequence("SELECT 'order by' FROM t", ("order", "by"))
     False
     """
-    seen = [
-        text.lower() for kind, text in tokens(sql) if kind == "word" or kind in ("string", "quoted", "other")
-    ]
+    seen = [text.lower() for kind, text in tokens(sql) if kind == "word" or kind in ("string", "quoted", "other")]
     width = len(words)
     return any(tuple(seen[i : i + width]) == words for i in range(len(seen) - width + 1))
 

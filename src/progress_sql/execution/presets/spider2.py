@@ -58,9 +58,7 @@ def _is_number(value: SQLValue) -> bool:
 
 def _vectors(result: ExecResult, ignore_order: bool) -> list[list[SQLValue]]:
     width = len(result.columns) if result.columns else (len(result.rows[0]) if result.rows else 0)
-    vectors: list[list[SQLValue]] = [
-        [0 if row[i] is None else row[i] for row in result.rows] for i in range(width)
-    ]
+    vectors: list[list[SQLValue]] = [[0 if row[i] is None else row[i] for row in result.rows] for i in range(width)]
     if ignore_order:
         vectors = [sorted(v, key=str) for v in vectors]
     return vectors

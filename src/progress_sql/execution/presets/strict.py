@@ -57,9 +57,7 @@ def order_info(gold_sql: str) -> OrderInfo:
     extended = _extended_select(tree, order)
     if extended is None:
         return OrderInfo(ordered=True)
-    return OrderInfo(
-        ordered=True, extended_sql=extended.sql(dialect="sqlite"), key_count=len(order.expressions)
-    )
+    return OrderInfo(ordered=True, extended_sql=extended.sql(dialect="sqlite"), key_count=len(order.expressions))
 
 
 def _extended_select(tree: exp.Select, order: exp.Order) -> exp.Select | None:
@@ -202,14 +200,11 @@ class StrictPreset:
         if len(a) != len(b):
             return False
         return all(
-            self._rows_equal(x, y)
-            for x, y in zip(sorted(a, key=_row_key), sorted(b, key=_row_key), strict=True)
+            self._rows_equal(x, y) for x, y in zip(sorted(a, key=_row_key), sorted(b, key=_row_key), strict=True)
         )
 
     def _sub_bag_rows(self, part: list[Row], whole: list[Row]) -> bool:
-        return _greedy_sub_bag(
-            sorted(part, key=_row_key), sorted(whole, key=_row_key), self._rows_equal, _row_key
-        )
+        return _greedy_sub_bag(sorted(part, key=_row_key), sorted(whole, key=_row_key), self._rows_equal, _row_key)
 
     def _sub_bag(self, part: list[SQLValue], whole: list[SQLValue]) -> bool:
         if len(part) > len(whole):
