@@ -64,3 +64,12 @@ def test_missing_database_is_an_error_result(tmp_path: Path, pool: ExecutionPool
     assert result.status == "error"
     assert "not found" in (result.error or "")
     assert not (tmp_path / "absent.sqlite").exists()
+
+
+def test_a_failing_callback_is_raised_not_turned_into_results(compare_db: Path, pool: ExecutionPool) -> None:
+    def broken(_index: int, _result: object) -> None:
+        raise KeyError("callback bug")
+
+    with pytest.raises(KeyError, match="callback bug"):
+        pool.run_many([ExecJob(str(compare_db), "SELECT 1")] * 3, on_result=broken)
+    assert pool.run(ExecJob(str(compare_db), "SELECT 1")).rows == ((1,),)  # the pool still works
