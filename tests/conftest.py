@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from progress_sql.execution.pool import ExecutionPool
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -65,3 +68,22 @@ def music_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"), encoding="utf-8"
     )
     return root
+
+
+@pytest.fixture(scope="session")
+def make_database() -> object:
+    """The :func:`build_database` function, for tests that build their own copy."""
+    return build_database
+
+
+@pytest.fixture(scope="session")
+def compare_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Spider-layout database built from ``compare.sql`` (duplicates, floats, ties at a LIMIT)."""
+    return build_database("compare.sql", tmp_path_factory.mktemp("compare"))
+
+
+@pytest.fixture(scope="session")
+def pool() -> Iterator[ExecutionPool]:
+    """One isolated execution pool shared by the tests of a session."""
+    with ExecutionPool(workers=2, memory_bytes=1536 * 2**20) as shared:
+        yield shared

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from progress_sql.execution.pool import ExecutionPool
 from tests.conftest import build_database
 
 torch = pytest.importorskip("torch", reason="TRL tests need the [trl] extra")
@@ -70,9 +68,3 @@ def tiny_model(tiny_tokenizer: Any) -> Any:
 @pytest.fixture(scope="session")
 def lenses_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_database("contact_lenses.sql", tmp_path_factory.mktemp("databases"))
-
-
-@pytest.fixture(scope="session")
-def pool() -> Iterator[ExecutionPool]:
-    with ExecutionPool(workers=1) as shared:
-        yield shared

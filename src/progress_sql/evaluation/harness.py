@@ -102,23 +102,23 @@ def gold_results(
                 for sql in preset.gold_queries(example.gold_sql)
             ]
         )
+    found: dict[str, ExecResult] = {}
     missing: dict[str, ExecJob] = {}
     for entries in keyed:
         for key, db_path, sql in entries:
-            if key not in missing and cache.get(key) is None:
+            if key in found or key in missing:
+                continue
+            hit = cache.get(key)
+            if hit is None:
                 missing[key] = ExecJob(db_path, sql, limits)
+            else:
+                found[key] = hit
     keys = list(missing)
     ran = pool.run_many([missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None)
     for key, result in zip(keys, ran, strict=True):
         cache.put(key, result)
-    resolved: list[tuple[ExecResult, ...]] = []
-    for entries in keyed:
-        results: list[ExecResult] = []
-        for key, _, _ in entries:
-            found = cache.get(key)
-            results.append(found if found is not None else ExecResult("error", error="gold result missing"))
-        resolved.append(tuple(results))
-    return resolved
+        found[key] = result
+    return [tuple(found[key] for key, _, _ in entries) for entries in keyed]
 
 
 def summarize(records: Sequence[SampleRecord]) -> dict[str, Any]:

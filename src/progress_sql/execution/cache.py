@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,14 @@ from progress_sql.execution.sqltext import tokens
 from progress_sql.types import ExecResult, SQLValue
 
 _FORMAT = 1
-_digests: dict[tuple[str, int, int], str] = {}
+_digests: dict[tuple[int, int, int, int], str] = {}
 _digest_lock = threading.Lock()
 
 
 def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, computed once per (path, size, mtime)."""
+    """SHA-256 of a file's bytes, computed once per (device, inode, size, mtime)."""
     stat = os.stat(path)
-    memo_key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)  # the file, not its name
     with _digest_lock:
         known = _digests.get(memo_key)
     if known is not None:
@@ -56,12 +57,18 @@ def normalize_sql(sql: str) -> str:
 
 
 def cache_key(db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits) -> str:
+    """The key of one gold result; the file's digest is re-validated (by stat) on every call."""
+    return _key(file_digest(db_path), sql, json.dumps(preset, sort_keys=True), limits)
+
+
+@lru_cache(maxsize=65_536)
+def _key(db_digest: str, sql: str, preset_json: str, limits: ExecLimits) -> str:
     payload = json.dumps(
         {
             "v": _FORMAT,
-            "db": file_digest(db_path),
+            "db": db_digest,
             "sql": normalize_sql(sql),
-            "preset": preset,
+            "preset": json.loads(preset_json),
             "limits": asdict(limits),
         },
         sort_keys=True,

@@ -186,9 +186,10 @@ class Executor:
             conn = self._connection(db_path, limits)
         except sqlite3.Error as error:
             return ExecResult("error", error=f"cannot open database: {error}")
-        result = _run_on(conn, sql, limits, start, str)
+        deadline = time.monotonic() + limits.timeout_s  # one budget, even when the query runs twice
+        result = _run_on(conn, sql, limits, start, deadline, str)
         if result.status == "error" and "decode to UTF-8" in (result.error or ""):
-            result = _run_on(conn, sql, limits, start, _lossy_text)
+            result = _run_on(conn, sql, limits, start, deadline, _lossy_text)
         return result
 
 
@@ -201,18 +202,14 @@ def execute(db_path: str | Path, sql: str, limits: ExecLimits = DEFAULT_LIMITS) 
         executor.close()
 
 
-def _row_bytes(row: Row) -> int:
-    return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row)
-
-
 def _run_on(
     conn: sqlite3.Connection,
     sql: str,
     limits: ExecLimits,
     start: float,
+    deadline: float,
     text_factory: Callable[[bytes], Any],
 ) -> ExecResult:
-    deadline = time.monotonic() + limits.timeout_s
     timed_out = False
 
     def past_deadline() -> int:
@@ -232,16 +229,14 @@ def _run_on(
         try:
             columns = tuple(d[0] for d in cursor.description or ())
             size = 0
-            while not truncated:
-                batch = cursor.fetchmany(1024)
-                if not batch:
+            # Row by row (not fetchmany), so the byte cap stops a stream of huge values in time.
+            for row in cursor:
+                for value in row:  # inline and by class: this loop is the executor's hot path
+                    size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
+                if len(rows) >= limits.max_rows or size > limits.max_bytes:
+                    truncated = True
                     break
-                for row in batch:
-                    size += _row_bytes(row)
-                    if len(rows) >= limits.max_rows or size > limits.max_bytes:
-                        truncated = True
-                        break
-                    rows.append(row)
+                rows.append(row)
             if truncated and limits.drain_after_cap:
                 while cursor.fetchmany(4096):
                     pass

@@ -6,6 +6,10 @@ the worker has not answered by then it kills the process (the item is a ``timeou
 one. A worker that dies for any other reason (out of memory, a signal) makes its item an ``error``;
 the rest of the batch carries on. Workers start lazily and are reused across batches.
 
+Workers are started with the ``spawn`` method (the parent runs threads, and forking a threaded
+process is unsafe), so a script that uses the pool needs the usual ``if __name__ == "__main__":``
+guard.
+
 Usage::
 
     with ExecutionPool(workers=2) as pool:
@@ -167,23 +171,39 @@ class ExecutionPool:
         next_index = iter(range(len(jobs)))
         take = threading.Lock()
 
+        # An exception from a caller's callback stops the batch and is re-raised here, after every
+        # thread has stopped; it is never mistaken for an execution error of the item.
+        callback_errors: list[BaseException] = []
+
         def drive(worker: _Worker) -> None:
-            while True:
+            while not callback_errors:
                 with take:
                     index = next(next_index, None)
                 if index is None:
                     return
                 try:
                     pid = worker.ensure_started()
+                except Exception as error:  # cannot start a process: this item fails, the batch goes on
+                    results[index] = ExecResult("error", error=f"cannot start a worker: {error}")
+                    continue
+                try:
                     if on_start is not None:
                         on_start(index, pid)
+                except BaseException as error:
+                    callback_errors.append(error)
+                    return
+                try:
                     result = worker.call(jobs[index], self._margin)
                 except Exception as error:  # a bug here must not lose the other results
                     worker.stop(kill=True)
                     result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
                 results[index] = result
-                if on_result is not None:
-                    on_result(index, result)
+                try:
+                    if on_result is not None:
+                        on_result(index, result)
+                except BaseException as error:
+                    callback_errors.append(error)
+                    return
 
         with self._lock:  # one batch at a time per pool
             active = self._workers[: max(1, min(len(self._workers), len(jobs)))]
@@ -195,6 +215,8 @@ class ExecutionPool:
                     thread.start()
                 for thread in threads:
                     thread.join()
+        if callback_errors:
+            raise callback_errors[0]
         return [r if r is not None else ExecResult("error", error="no result") for r in results]
 
     def close(self) -> None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import resource
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits, Executor
 from progress_sql.types import ExecResult
+
+#: How many rows of a truncated result travel back to the parent (a prefix, for inspection).
+TRUNCATED_ROWS_SENT = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,9 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
             result = executor.run(job.db_path, job.sql, job.limits)
         except MemoryError:
             result = ExecResult("error", error="out of memory")
+        if result.truncated and len(result.rows) > TRUNCATED_ROWS_SENT:
+            # A truncated result never matches; shipping all its rows to the parent only costs time.
+            result = replace(result, rows=result.rows[:TRUNCATED_ROWS_SENT])
         try:
             conn.send(result)
         except MemoryError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from progress_sql.execution.presets.base import Equality
 from progress_sql.execution.presets.columns import assignments
@@ -43,10 +44,7 @@ class SpiderPreset:
         return "spider"
 
     def _rewrite(self, sql: str) -> str:
-        sql = fix_spaced_operators(sql)
-        if not self.keep_distinct:
-            sql = strip_distinct(first_statement(sql))
-        return sql
+        return _rewrite(sql, self.keep_distinct)
 
     def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
         return (replace_current_year(self._rewrite(gold_sql)),)
@@ -63,6 +61,15 @@ class SpiderPreset:
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         ordered = self.order_matters(gold_sql)
         return result_eq(list(gold[0].rows), list(pred.rows), ordered)
+
+
+@lru_cache(maxsize=65_536)
+def _rewrite(sql: str, keep_distinct: bool) -> str:
+    # Cached: golds are rewritten once per scoring pass, and tokenizing is the costly part.
+    sql = fix_spaced_operators(sql)
+    if not keep_distinct:
+        sql = strip_distinct(first_statement(sql))
+    return sql
 
 
 def _unorder_row(row: Row) -> Row:
