@@ -1,14 +1,15 @@
 """What every comparison preset provides, and the checks all presets share.
 
 A preset says which SQL actually runs (``gold_queries`` / ``prepare_pred``: some presets rewrite the
-text, as the official evaluators do) and when two results are equal (``equal``). :func:`judge` wraps
+text, as the official evaluators do), when two results are equal (``equal``) and, for majority
+voting, a canonical key of a result under that equality (``vote_key``). :func:`judge` wraps
 ``equal`` with the rules no preset may bend: a failed, timed-out or truncated gold makes the example
 invalid, and a failed, timed-out or truncated prediction is never a match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -39,6 +40,13 @@ class Preset(Protocol):
 
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         """Compare ok, untruncated results (``gold[0]`` answers ``gold_queries(gold_sql)[0]``)."""
+        ...
+
+    def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
+        """A canonical key of an ok, untruncated result for majority voting: two results share it
+        exactly when :meth:`equal` calls them equal (``gold_sql`` decides order sensitivity). None
+        when the preset's equality is not transitive (tolerances, containment) or the result is
+        too ambiguous to canonicalize: voting then uses the first-representative rule."""
         ...
 
 

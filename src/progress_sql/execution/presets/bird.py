@@ -6,7 +6,7 @@ Rows are compared as a set (order and duplicates ignored), columns by position, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from progress_sql.execution.presets.base import Equality
@@ -29,3 +29,7 @@ class BirdPreset:
         if set(pred.rows) == set(gold[0].rows):
             return Equality(True, "same set of rows")
         return Equality(False, "different set of rows")
+
+    def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
+        # Python's equality and hashing agree (1 == 1.0, same hash), so the set itself is canonical.
+        return frozenset(result.rows)

@@ -16,9 +16,12 @@ bags is also sound, so the verdict is the same, deterministic, and never exponen
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import permutations, product
+from math import factorial, prod
+from typing import Any
 
 from progress_sql.execution.presets.base import Equality
 from progress_sql.execution.presets.columns import assignments
@@ -32,6 +35,8 @@ from progress_sql.types import ExecResult, Row, SQLValue
 
 #: Stop searching column permutations after this many candidates (upstream would hang).
 MAX_PERMUTATIONS = 100_000
+#: A vote key tries at most this many orders of interchangeable columns (else: no key).
+MAX_KEY_PERMUTATIONS = 720
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,61 @@ class SpiderPreset:
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         ordered = self.order_matters(gold_sql)
         return result_eq(list(gold[0].rows), list(pred.rows), ordered)
+
+    def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
+        return canonical_rows(list(result.rows), self.order_matters(gold_sql))
+
+
+def _value_key(value: SQLValue) -> tuple[int, Any]:
+    # A total order consistent with Python equality (1 and 1.0 sort together).
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, value)
+
+
+def canonical_rows(rows: list[Row], ordered: bool) -> Hashable | None:
+    """The representative of ``rows`` under :func:`result_eq`: two results get the same key exactly
+    when one column permutation makes them equal (as a bag, or as a sequence when ``ordered``).
+
+    Columns are put in the order of their value signatures; among columns with equal signatures the
+    smallest arrangement of the rows wins. None when more than :data:`MAX_KEY_PERMUTATIONS`
+    arrangements would have to be tried.
+
+    >>> canonical_rows([(1, "a"), (2, "b")], False) == canonical_rows([("b", 2), ("a", 1.0)], False)
+    True
+    >>> canonical_rows([(1,), (2,)], True) == canonical_rows([(2,), (1,)], True)
+    False
+    """
+    if not rows:
+        return ("empty",)
+    width = len(rows[0])
+
+    def signature(i: int) -> tuple[tuple[int, Any], ...]:
+        column = [_value_key(row[i]) for row in rows]
+        return tuple(column if ordered else sorted(column))
+
+    signatures = [signature(i) for i in range(width)]
+    columns = sorted(range(width), key=lambda i: signatures[i])
+    blocks: list[list[int]] = []
+    for i in columns:
+        if blocks and signatures[blocks[-1][0]] == signatures[i]:
+            blocks[-1].append(i)
+        else:
+            blocks.append([i])
+    if prod(factorial(len(block)) for block in blocks) > MAX_KEY_PERMUTATIONS:
+        return None
+    best: tuple[tuple[tuple[int, Any], ...], ...] | None = None
+    for choice in product(*(permutations(block) for block in blocks)):
+        order = [i for block in choice for i in block]
+        arranged = [tuple(_value_key(row[i]) for i in order) for row in rows]
+        candidate = tuple(arranged if ordered else sorted(arranged))
+        if best is None or candidate < best:
+            best = candidate
+    return ("ordered" if ordered else "bag", width, best)
 
 
 @lru_cache(maxsize=65_536)

@@ -10,7 +10,7 @@ other values must be equal. When order is ignored each column vector is sorted o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from progress_sql.execution.presets.base import Equality
@@ -32,6 +32,9 @@ class Spider2Preset:
 
     def prepare_pred(self, pred_sql: str) -> str:
         return pred_sql
+
+    def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
+        return None  # containment with a tolerance is neither symmetric nor transitive: vote with ``equal``
 
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         ignore = self.ignore_order

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -107,6 +107,9 @@ class StrictPreset:
 
     def prepare_pred(self, pred_sql: str) -> str:
         return pred_sql
+
+    def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
+        return None  # tolerance-based equality is not transitive: voting compares with ``equal``
 
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         info = order_info(gold_sql)
