@@ -90,3 +90,64 @@ def accuracy_bars(groups: dict[str, dict[str, tuple[float, float, int]]], path: 
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def _finish(plt: Any, figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def accuracy_by_level_plot(
+    levels: dict[str, dict[str, float | None]], counts: dict[str, int], path: Path, title: str
+) -> Path:
+    """Bars of accuracy (percent) per difficulty level: ``{level: {"EX": acc, "TS": acc or None}}``."""
+    plt = _pyplot()
+    names = list(levels)
+    metrics = [m for m in ("EX", "TS") if any(levels[n].get(m) is not None for n in names)]
+    figure, axis = plt.subplots(figsize=(1.2 * max(3, len(names)) + 2, 3.5), dpi=110)
+    width = 0.8 / max(1, len(metrics))
+    for offset, metric in enumerate(metrics):
+        xs = [i + offset * width for i in range(len(names))]
+        values = [100 * (levels[n].get(metric) or 0.0) for n in names]
+        bars = axis.bar(xs, values, width, label=metric)
+        axis.bar_label(bars, fmt="%.1f", padding=2, fontsize=8)
+    axis.set_xticks([i + width * (len(metrics) - 1) / 2 for i in range(len(names))])
+    axis.set_xticklabels([f"{n}\n(n={counts.get(n, 0)})" for n in names], fontsize=8)
+    axis.set_ylabel("accuracy (%)")
+    axis.set_ylim(0, 110)
+    if len(metrics) > 1:
+        axis.legend(fontsize=8)
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    return _finish(plt, figure, path)
+
+
+def odt_categories_plot(rates: dict[str, float | None], path: Path, title: str) -> Path:
+    """Horizontal bars: the share (percent) of examples with a mismatch in each ODT category."""
+    plt = _pyplot()
+    names = list(rates)
+    values = [100 * (rates[n] or 0.0) for n in names]
+    figure, axis = plt.subplots(figsize=(6.5, 0.45 * len(names) + 1.5), dpi=110)
+    bars = axis.barh(names[::-1], values[::-1], color="#b5543c")
+    axis.bar_label(bars, fmt="%.1f", padding=2, fontsize=8)
+    axis.set_xlabel("examples with a mismatch (%)")
+    axis.set_xlim(0, max([*values, 1.0]) * 1.2)
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    return _finish(plt, figure, path)
+
+
+def vote_share_histogram(shares: Sequence[float], path: Path, title: str) -> Path:
+    """Histogram of the winning group's share of the samples, one value per example."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(5.5, 3.3), dpi=110)
+    axis.hist(list(shares), bins=[i / 10 for i in range(11)], color="#2a6f97", edgecolor="white")
+    axis.set_xlabel("share of samples in the winning result group")
+    axis.set_ylabel("examples")
+    axis.set_xlim(0, 1)
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    return _finish(plt, figure, path)

@@ -2,7 +2,9 @@
 
 Spider: a JSON list of ``{db_id, question, query, ...}``; databases at
 ``<db_root>/<db_id>/<db_id>.sqlite``. BIRD: a JSON list of ``{question_id, db_id, question, evidence,
-SQL, difficulty}``; same database layout under ``dev_databases/``. A missing database file is not an
+SQL, difficulty}``; same database layout under ``dev_databases/``. Spider-Syn: rows
+``{db_id, SpiderQuestion, SpiderSynQuestion, query}`` over Spider's databases; the question asked is
+the synonym-substituted ``SpiderSynQuestion``. A missing database file is not an
 error here: the example keeps its path and callers decide (evaluation reports it as skipped).
 """
 
@@ -78,6 +80,24 @@ def load_bird(questions: str | Path, db_root: str | Path) -> list[Example]:
                 gold_sql=_field(item, ("SQL", "query"), path, index),
                 evidence=str(item.get("evidence") or ""),
                 difficulty=difficulty if isinstance(difficulty, str) else None,
+            )
+        )
+    return examples
+
+
+def load_spider_syn(questions: str | Path, db_root: str | Path) -> list[Example]:
+    """Examples from a Spider-Syn file: the ``SpiderSynQuestion`` is the question, the gold ``query``."""
+    path = Path(questions)
+    examples = []
+    for index, item in enumerate(_read_json_list(path)):
+        db_id = _field(item, ("db_id",), path, index)
+        examples.append(
+            Example(
+                index=index,
+                question=_field(item, ("SpiderSynQuestion",), path, index),
+                db_id=db_id,
+                db_path=str(database_path(db_root, db_id)),
+                gold_sql=_field(item, ("query",), path, index),
             )
         )
     return examples

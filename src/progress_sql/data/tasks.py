@@ -1,7 +1,14 @@
 """The task registry: a task name (or a path) plus a data folder give the examples to work on.
 
+A task is a small typed spec: where its questions and databases lie in the benchmark's release
+layout (relative to ``--data-dir``), how to read them, the comparison preset its papers use, how
+its examples are split by difficulty, and a version that changes whenever any of that does (it is
+recorded in every result).
+
 >>> sorted(TASKS)
-['bird-dev', 'spider-dev']
+['bird-dev', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn']
+>>> TASKS["bird-dev"].preset, TASKS["spider-dev"].breakdown
+('bird', 'hardness')
 """
 
 from __future__ import annotations
@@ -9,10 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from progress_sql.data.loaders import load_bird, load_spider
+from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
+
+#: How a task's examples are split by difficulty: Spider's hardness rules on the gold SQL, or the
+#: dataset's own ``difficulty`` field (BIRD: simple / moderate / challenging).
+Breakdown = Literal["hardness", "difficulty"]
+Loader = Callable[[str | Path, str | Path], list[Example]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,8 +35,12 @@ class Task:
     name: str
     questions: str
     db_root: str
-    loader: Callable[[str | Path, str | Path], list[Example]]
+    loader: Loader
     description: str
+    preset: str = "spider"
+    breakdown: Breakdown = "hardness"
+    suite: str | None = None
+    version: str = "1"
 
     def load(self, data_dir: str | Path) -> list[Example]:
         root = Path(data_dir)
@@ -33,13 +50,48 @@ class Task:
 
 
 TASKS: dict[str, Task] = {
-    "spider-dev": Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)"),
-    "bird-dev": Task("bird-dev", "dev.json", "dev_databases", load_bird, "BIRD dev (1534 questions)"),
+    task.name: task
+    for task in (
+        Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)"),
+        Task(
+            "bird-dev",
+            "dev.json",
+            "dev_databases",
+            load_bird,
+            "BIRD dev (1534 questions); runs on the databases present",
+            preset="bird",
+            breakdown="difficulty",
+        ),
+        Task(
+            "spider-dk",
+            "Spider-DK.json",
+            "database",
+            load_spider,
+            "Spider-DK (535 questions needing domain knowledge), file beside Spider's dev.json",
+        ),
+        Task(
+            "spider-syn",
+            "Spider-Syn/dev.json",
+            "database",
+            load_spider_syn,
+            "Spider-Syn dev (1034 questions with synonyms, SpiderSynQuestion), in Spider's folder",
+        ),
+        Task(
+            "spider-realistic",
+            "spider-realistic.json",
+            "database",
+            load_spider,
+            "Spider-Realistic (508 questions without explicit column names), file beside Spider's dev.json",
+        ),
+    )
 }
 
+#: The spec of a Spider-format questions file given by path (``questions.json + database/``).
+SPIDER_FORMAT = Task("spider-format", "", "database", load_spider, "a Spider-format questions file")
 
-def load_task(task: str, data_dir: str | Path | None) -> list[Example]:
-    """Examples of a registered task, or of a Spider-format questions file given by path.
+
+def resolve_task(task: str, data_dir: str | Path | None) -> tuple[Task, list[Example]]:
+    """The spec and the examples of a registered task, or of a Spider-format questions file.
 
     For a path, databases resolve under ``data_dir/database`` (or the file's own folder's
     ``database/`` when ``data_dir`` is None).
@@ -47,10 +99,15 @@ def load_task(task: str, data_dir: str | Path | None) -> list[Example]:
     if task in TASKS:
         if data_dir is None:
             raise DatasetError(f"task {task} needs --data-dir (the folder holding {TASKS[task].questions})")
-        return TASKS[task].load(data_dir)
+        return TASKS[task], TASKS[task].load(data_dir)
     path = Path(task)
     if not path.is_file():
         known = ", ".join(sorted(TASKS))
         raise DatasetError(f"unknown task {task!r}: not a registered task ({known}) nor an existing file")
     root = Path(data_dir) if data_dir is not None else path.parent
-    return load_spider(path, root / "database")
+    return SPIDER_FORMAT, load_spider(path, root / "database")
+
+
+def load_task(task: str, data_dir: str | Path | None) -> list[Example]:
+    """Examples of a registered task, or of a Spider-format questions file given by path."""
+    return resolve_task(task, data_dir)[1]

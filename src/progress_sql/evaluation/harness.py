@@ -8,7 +8,7 @@ makes its example ``gold_invalid`` (never a match).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -152,3 +152,203 @@ def summarize(records: Sequence[SampleRecord]) -> dict[str, Any]:
     if levels:
         summary["by_difficulty"] = {level: block([r for r in records if r.difficulty == level]) for level in levels}
     return summary
+
+
+# --- the evaluation harness: samples, votes, test suites, hardness, ODT tags ---------------------
+
+RecordStatus = Literal["scored", "skipped", "gold_invalid"]
+Breakdown = Literal["hardness", "difficulty"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One generated answer: its SQL (None when none could be extracted) and, for model text, the
+    raw response and whether it followed the output format (None for prediction files)."""
+
+    sql: str | None
+    text: str | None = None
+    format_ok: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRecord:
+    """One example's evaluation, as written to samples.jsonl.
+
+    ``sql`` / ``verdict`` / ``match`` belong to the answer: the only sample, or the majority vote's
+    choice. ``ts_match`` is None without a suite for the example's database. ``votes`` are the sizes
+    of the result groups in order of first appearance; ``vote_share`` the winner's share.
+    """
+
+    index: int
+    db_id: str
+    status: RecordStatus
+    reason: str
+    difficulty: str | None
+    hardness: str | None
+    level: str | None
+    sql: str | None
+    verdict: str
+    match: bool
+    ts_match: bool | None = None
+    ts_databases: int = 0
+    samples: int = 0
+    correct_samples: int = 0
+    valid_samples: int = 0
+    format_ok_samples: int | None = None
+    first_match: bool = False
+    chosen_sample: int | None = None
+    votes: tuple[int, ...] = ()
+    vote_share: float = 0.0
+    tags: tuple[str, ...] = ()
+    f_struct: float | None = None
+    preset: str = ""
+
+
+def suite_databases(suite: Path | None, db_id: str) -> list[str]:
+    """The test-suite databases of ``db_id``: ``suite/<db_id>/*.sqlite``, sorted."""
+    if suite is None:
+        return []
+    return [str(p) for p in sorted((suite / db_id).glob("*.sqlite"))]
+
+
+def evaluate(
+    examples: Sequence[Example],
+    samples: Sequence[Sequence[Sample]],
+    preset: Preset,
+    pool: ExecutionPool,
+    *,
+    limits: ExecLimits = DEFAULT_LIMITS,
+    cache: GoldCache | None = None,
+    suite: Path | None = None,
+    breakdown: Breakdown = "hardness",
+    progress: Progress | None = None,
+) -> list[EvalRecord]:
+    """Evaluate ``samples[i]`` (one or more answers) against ``examples[i]`` for every i, in order.
+
+    Every distinct (database, SQL) runs once. With several samples the answer is the majority vote
+    by execution result (:func:`progress_sql.evaluation.voting.majority_vote`). With ``suite`` an
+    answer that matches on the original database is also run on every suite database of its
+    ``db_id``; it counts for test-suite accuracy only if it matches on all of them (a suite database
+    on which the gold fails is left out for that example).
+    """
+    from progress_sql.evaluation.hardness import hardness
+    from progress_sql.evaluation.voting import is_valid, majority_vote
+    from progress_sql.odt import diagnose, prepare_gold
+
+    if len(examples) != len(samples):
+        raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
+    cache = cache if cache is not None else GoldCache()
+    tick = (lambda _i, _r: progress(1)) if progress else None
+    present = [(e, s) for e, s in zip(examples, samples, strict=True) if Path(e.db_path).is_file()]
+    golds = gold_results([e for e, _ in present], preset, pool, limits=limits, cache=cache, progress=progress)
+
+    def run_unique(pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ExecResult]:
+        unique = list(dict.fromkeys(pairs))
+        ran = pool.run_many([ExecJob(db, sql, limits) for db, sql in unique], on_result=tick)
+        return dict(zip(unique, ran, strict=True))
+
+    prepared = [[None if s.sql is None else preset.prepare_pred(s.sql) for s in items] for _, items in present]
+    results = run_unique(
+        [(e.db_path, sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql]
+    )
+
+    records: dict[int, EvalRecord] = {}
+    pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
+    for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
+        level_hardness = hardness(example.gold_sql)
+        level = level_hardness if breakdown == "hardness" else example.difficulty
+        base = EvalRecord(
+            index=example.index, db_id=example.db_id, status="scored", reason="", difficulty=example.difficulty,
+            hardness=level_hardness, level=level, sql=None, verdict="", match=False, samples=len(items),
+            preset=preset.name,
+        )  # fmt: skip
+        if not items:
+            raise ValueError(f"example {example.index} has no samples")
+        sample_results = [None if sql is None else results[(example.db_path, sql)] for sql in sqls]
+        formats = [s.format_ok for s in items]
+        format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
+        if gold[0].status != "ok" or gold[0].truncated:
+            reason = judge(preset, example.gold_sql, gold, ExecResult("error")).reason
+            records[example.index] = replace(
+                base, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid",
+                format_ok_samples=format_count,
+            )  # fmt: skip
+            continue
+        verdicts = [None if r is None else judge(preset, example.gold_sql, gold, r) for r in sample_results]
+        vote = majority_vote(example.gold_sql, sample_results, preset)
+        chosen = vote.chosen if vote.chosen is not None else 0
+        chosen_verdict = verdicts[chosen]
+        correct = sum(bool(v and v.match) for v in verdicts)
+        gold_reference = prepare_gold(example.gold_sql)
+        diagnosis = diagnose(items[chosen].sql or "", gold_reference)
+        record = replace(
+            base,
+            reason=chosen_verdict.reason if chosen_verdict else "no SQL found in the response",
+            sql=items[chosen].sql,
+            verdict=chosen_verdict.status if chosen_verdict else "no_sql",
+            match=bool(chosen_verdict and chosen_verdict.match),
+            correct_samples=correct,
+            valid_samples=sum(is_valid(r) for r in sample_results),
+            format_ok_samples=format_count,
+            first_match=bool(verdicts[0] and verdicts[0].match),
+            chosen_sample=vote.chosen,
+            votes=vote.sizes,
+            vote_share=vote.share,
+            tags=diagnosis.tags,
+            f_struct=round(diagnosis.f_struct, 6),
+        )
+        records[example.index] = record
+        databases = suite_databases(suite, example.db_id)
+        if databases:
+            if record.match:
+                chosen_sql = sqls[chosen]
+                assert chosen_sql is not None
+                pending_ts.extend((example, chosen_sql, db) for db in databases)
+            else:
+                records[example.index] = replace(record, ts_match=False, ts_databases=len(databases))
+    _judge_suites(pending_ts, records, preset, pool, limits, cache, run_unique, progress)
+    return [
+        records.get(e.index)
+        or EvalRecord(
+            index=e.index,
+            db_id=e.db_id,
+            status="skipped",
+            reason=f"database not found: {e.db_path}",
+            difficulty=e.difficulty,
+            hardness=hardness(e.gold_sql),
+            level=hardness(e.gold_sql) if breakdown == "hardness" else e.difficulty,
+            sql=None,
+            verdict="skipped",
+            match=False,
+            preset=preset.name,
+        )
+        for e in examples
+    ]
+
+
+def _judge_suites(
+    pending: Sequence[tuple[Example, str, str]],
+    records: dict[int, EvalRecord],
+    preset: Preset,
+    pool: ExecutionPool,
+    limits: ExecLimits,
+    cache: GoldCache,
+    run_unique: Callable[[Sequence[tuple[str, str]]], dict[tuple[str, str], ExecResult]],
+    progress: Progress | None,
+) -> None:
+    if not pending:
+        return
+    moved = [replace(example, db_path=db) for example, _, db in pending]
+    golds = gold_results(moved, preset, pool, limits=limits, cache=cache, progress=progress)
+    preds = run_unique([(db, sql) for _, sql, db in pending])
+    outcome: dict[int, list[bool]] = {}
+    for (example, sql, db), gold in zip(pending, golds, strict=True):
+        verdict = judge(preset, example.gold_sql, gold, preds[(db, sql)])
+        if verdict.status == "gold_invalid":
+            continue  # the gold fails on this suite database: it says nothing about the prediction
+        outcome.setdefault(example.index, []).append(verdict.match)
+    for example, _, _ in pending:
+        verdicts = outcome.get(example.index, [])
+        record = records[example.index]
+        if record.ts_match is None:
+            records[example.index] = replace(record, ts_match=all(verdicts), ts_databases=len(verdicts))

@@ -57,3 +57,39 @@ def _from_jsonl(file: Path, text: str, count: int) -> list[str]:
         missing = sorted(set(range(count)) - set(found))[:5]
         raise DatasetError(f"{file}: {len(found)} predictions for {count} examples (missing e.g. {missing})")
     return [found[i] for i in range(count)]
+
+
+def load_prediction_samples(path: str | Path, count: int) -> list[list[str]]:
+    """Like :func:`load_predictions`, but a JSONL record may carry several answers under
+    ``samples`` (a list of SQL strings, for Vote@N and pass@k); other records give one."""
+    file = Path(path)
+    if file.suffix != ".jsonl":
+        return [[sql] for sql in load_predictions(file, count)]
+    try:
+        rows = [line for line in file.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    except FileNotFoundError:
+        raise DatasetError(f"predictions file not found: {file}") from None
+    except OSError as error:
+        raise DatasetError(f"cannot read predictions file {file}: {error}") from None
+    found: dict[int, list[str]] = {}
+    singles: list[str] = []
+    for position, line in enumerate(rows):
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise DatasetError(f"{file}: line {position + 1} is not JSON: {error}") from None
+        samples = record.get("samples") if isinstance(record, dict) else None
+        if samples is None:
+            singles.append(line)
+            continue
+        if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
+            raise DatasetError(f"{file}: line {position + 1}: 'samples' must be a non-empty list of SQL strings")
+        index = record.get("index", position)
+        if not isinstance(index, int) or not 0 <= index < count or index in found:
+            raise DatasetError(f"{file}: line {position + 1} has a bad or repeated index {index!r}")
+        found[index] = samples
+    if not found:
+        return [[sql] for sql in load_predictions(file, count)]
+    if singles or len(found) != count:
+        raise DatasetError(f"{file}: {len(found)} sample lists for {count} examples (every line needs 'samples')")
+    return [found[i] for i in range(count)]

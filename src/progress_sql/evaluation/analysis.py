@@ -1,0 +1,70 @@
+"""Offline ODT error analysis (Progress-SQL, Appendix E.4 and Table 8).
+
+After generation, each prediction is compared with its gold through the ODT; its fine-grained tags
+are mapped to their catalogue categories, and a prediction set is summarized by the share of
+examples with a SELECT, JOIN, WHERE or GROUP mismatch, the average of those four rates, the other
+categories' rates (ordering/limit, nesting, parse failures) and the full tag histogram. The tags are
+never shown to the model; they measure clause-level structure, not execution.
+
+>>> from progress_sql.odt import prepare_gold
+>>> gold = prepare_gold("SELECT name FROM singer WHERE age > 30")
+>>> tags = [diagnosis_tags("SELECT name FROM singer", gold), diagnosis_tags("SELECT name, age FROM singer", gold)]
+>>> tags
+[('WHERE_MISSING',), ('SELECT_ERROR', 'WHERE_MISSING')]
+>>> report = analyze(tags)
+>>> report["rates"]["WHERE"], report["rates"]["SELECT"], report["average"]
+(1.0, 0.5, 0.375)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from progress_sql.odt import TAGS, GoldReference, OdtConfig, diagnose
+from progress_sql.odt.tags import TAG_ORDER
+
+#: The four categories the paper averages ("Avg. Err.").
+MAIN_CATEGORIES: tuple[str, ...] = ("SELECT", "JOIN", "WHERE", "GROUP")
+OTHER_CATEGORIES: tuple[str, ...] = ("other", "nesting", "parse")
+
+
+def diagnosis_tags(pred_sql: str | None, gold: GoldReference) -> tuple[str, ...]:
+    """The ODT tags of one prediction (no SQL at all counts as a parse failure)."""
+    return diagnose(pred_sql or "", gold).tags
+
+
+def categories(tags: Sequence[str]) -> frozenset[str]:
+    """The catalogue categories of ``tags``."""
+    return frozenset(TAGS[tag].category for tag in tags if tag in TAGS)
+
+
+def analyze(tag_sets: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Mismatch rates per category, their average and the tag histogram over a prediction set."""
+    total = len(tag_sets)
+    found = [categories(tags) for tags in tag_sets]
+
+    def rate(category: str) -> float | None:
+        return sum(category in item for item in found) / total if total else None
+
+    rates = {category: rate(category) for category in MAIN_CATEGORIES}
+    known = [value for value in rates.values() if value is not None]
+    histogram = Counter(tag for tags in tag_sets for tag in tags)
+    return {
+        "examples": total,
+        "rates": rates,
+        "average": sum(known) / len(known) if known else None,
+        "other_rates": {category: rate(category) for category in OTHER_CATEGORIES},
+        "any_tag_rate": sum(bool(tags) for tags in tag_sets) / total if total else None,
+        "tag_histogram": {tag: histogram[tag] for tag in sorted(histogram, key=lambda t: TAG_ORDER.get(t, 999))},
+    }
+
+
+def odt_config_version(config: OdtConfig | None = None) -> str:
+    """A short stable hash of every ODT weight and threshold (recorded with each evaluation)."""
+    payload = json.dumps(asdict(config or OdtConfig()), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]

@@ -1,0 +1,129 @@
+"""Metrics of an evaluation run, from its per-example records (pure: records in, a dict out).
+
+- ``execution_accuracy`` (EX): matches over the scored examples (database present, gold valid);
+  with several samples it is the majority vote's accuracy (Vote@N) and ``first_sample_accuracy``
+  is the first sample's;
+- ``test_suite_accuracy`` (TS): over the scored examples that have suite databases;
+- ``valid_sql_rate``: answers that executed to a result; ``sample_valid_rate``: the same over all
+  samples; ``format_rate``: samples whose response followed the output format (model text only);
+- ``pass_at_k``: the unbiased estimator averaged over the scored examples;
+- ``by_level``: the same counts per difficulty level (Spider hardness or the dataset's field);
+- ``odt``: the offline ODT analysis of the answers (:mod:`progress_sql.evaluation.analysis`);
+- ``skipped`` / ``gold_invalid_examples``: which examples were left out, and why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from progress_sql.evaluation.analysis import analyze
+from progress_sql.evaluation.hardness import HARDNESS_LEVELS
+from progress_sql.evaluation.harness import EvalRecord
+from progress_sql.evaluation.voting import k_values, pass_at_k
+
+#: Display order of known difficulty levels (Spider hardness, then BIRD's).
+LEVEL_ORDER: tuple[str, ...] = (*HARDNESS_LEVELS, "simple", "moderate", "challenging")
+_INVALID_ANSWERS = frozenset({"pred_error", "pred_timeout", "pred_truncated", "no_sql"})
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
+    scored = [r for r in records if r.status == "scored"]
+    matched = sum(r.match for r in scored)
+    with_suite = [r for r in scored if r.ts_match is not None]
+    invalid = sum(r.status == "gold_invalid" for r in records)
+    return {
+        "examples": len(records),
+        "skipped": sum(r.status == "skipped" for r in records),
+        "gold_invalid": invalid,
+        "scored": len(scored),
+        "matched": matched,
+        "execution_accuracy": _ratio(matched, len(scored)),
+        "execution_accuracy_with_invalid": _ratio(matched, len(scored) + invalid),
+        "ts_scored": len(with_suite),
+        "ts_matched": sum(bool(r.ts_match) for r in with_suite),
+        "test_suite_accuracy": _ratio(sum(bool(r.ts_match) for r in with_suite), len(with_suite)),
+    }
+
+
+def level_order(levels: set[str]) -> list[str]:
+    """Known levels in their usual order, then any others alphabetically."""
+    return sorted(levels, key=lambda level: (LEVEL_ORDER.index(level) if level in LEVEL_ORDER else 99, level))
+
+
+def summarize_eval(records: Sequence[EvalRecord]) -> dict[str, Any]:
+    """Every metric of a run; see the module docstring."""
+    summary = _block(records)
+    scored = [r for r in records if r.status == "scored"]
+    counts = Counter(r.verdict for r in records)
+    summary["verdicts"] = dict(sorted(counts.items()))
+    n = max((r.samples for r in scored), default=1)
+    summary["samples_per_example"] = n
+    summary["valid_sql_rate"] = _ratio(sum(r.verdict not in _INVALID_ANSWERS for r in scored), len(scored))
+    total_samples = sum(r.samples for r in scored)
+    summary["sample_valid_rate"] = _ratio(sum(r.valid_samples for r in scored), total_samples)
+    known_format = [r for r in scored if r.format_ok_samples is not None]
+    summary["format_rate"] = (
+        _ratio(sum(r.format_ok_samples or 0 for r in known_format), sum(r.samples for r in known_format))
+        if known_format and len(known_format) == len(scored)
+        else None
+    )
+    if n > 1:
+        summary["first_sample_accuracy"] = _ratio(sum(r.first_match for r in scored), len(scored))
+    same_n = [r for r in scored if r.samples == n]
+    summary["pass_at_k"] = {
+        str(k): (sum(pass_at_k(r.samples, r.correct_samples, k) for r in same_n) / len(same_n) if same_n else None)
+        for k in k_values(n)
+    }
+    shares = [r.vote_share for r in scored]
+    summary["vote"] = {
+        "mean_share": sum(shares) / len(shares) if shares else None,
+        "unanimous": sum(len(r.votes) == 1 and r.valid_samples == r.samples for r in scored),
+        "no_valid_sample": sum(not r.votes for r in scored),
+    }
+    levels = level_order({r.level for r in records if r.level})
+    summary["by_level"] = {level: _block([r for r in records if r.level == level]) for level in levels}
+    summary["odt"] = analyze([r.tags for r in scored])
+    summary["skipped_examples"] = _skipped(records)
+    summary["gold_invalid_examples"] = [
+        {"index": r.index, "db_id": r.db_id, "reason": r.reason} for r in records if r.status == "gold_invalid"
+    ]
+    return summary
+
+
+def _skipped(records: Sequence[EvalRecord]) -> dict[str, Any]:
+    skipped = [r for r in records if r.status == "skipped"]
+    by_db = Counter(r.db_id for r in skipped)
+    return {
+        "reason": "database file absent" if skipped else None,
+        "count": len(skipped),
+        "by_db_id": dict(sorted(by_db.items())),
+        "indices": [r.index for r in skipped],
+    }
+
+
+def notes(metrics: dict[str, Any]) -> list[str]:
+    """Sentences that say which examples were left out of the metrics, and why."""
+    found = []
+    skipped = metrics["skipped_examples"]
+    if skipped["count"]:
+        dbs = ", ".join(f"{db} ({count})" for db, count in skipped["by_db_id"].items())
+        found.append(
+            f"{skipped['count']} examples skipped because their database file is absent ({dbs}); "
+            "they are not counted in execution_accuracy"
+        )
+    if metrics["gold_invalid"]:
+        found.append(
+            f"{metrics['gold_invalid']} examples have a gold query that failed or timed out; "
+            "they are invalid, never a match, and left out of execution_accuracy"
+        )
+    if metrics["scored"] and metrics["ts_scored"] and metrics["ts_scored"] < metrics["scored"]:
+        found.append(
+            f"test_suite_accuracy covers the {metrics['ts_scored']} scored examples whose database has suite databases"
+        )
+    return found

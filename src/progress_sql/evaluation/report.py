@@ -1,0 +1,130 @@
+"""What an evaluation run leaves for people: ``report.md`` and its plots (PNG).
+
+:func:`render_report` is pure (summary in, Markdown out); :func:`write_plots` draws the accuracy by
+difficulty level, the ODT error categories and the vote-share histogram (matplotlib, the ``[plot]``
+extra; without it the report says so and the run still succeeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from progress_sql.evaluation.harness import EvalRecord
+
+PLOTS: tuple[tuple[str, str], ...] = (
+    ("accuracy_by_level.png", "Accuracy by difficulty level"),
+    ("odt_categories.png", "ODT structural mismatch rates"),
+    ("vote_share.png", "Share of samples in the winning result group"),
+)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def write_plots(out: Path, summary: dict[str, Any], records: Sequence[EvalRecord]) -> list[Path]:
+    """Draw the three plots into ``out``; raises PlottingUnavailableError without matplotlib."""
+    from progress_sql.plots import accuracy_by_level_plot, odt_categories_plot, vote_share_histogram
+
+    metrics = summary["metrics"]
+    task = summary["settings"]["task"]["name"]
+    levels = {
+        level: {"EX": block["execution_accuracy"], "TS": block["test_suite_accuracy"]}
+        for level, block in metrics["by_level"].items()
+    }
+    if not levels:
+        levels = {"all": {"EX": metrics["execution_accuracy"], "TS": metrics["test_suite_accuracy"]}}
+        counts = {"all": metrics["scored"]}
+    else:
+        counts = {level: block["scored"] for level, block in metrics["by_level"].items()}
+    odt = metrics["odt"]
+    names = {"other": "ORDER BY / LIMIT", "nesting": "nesting, set ops", "parse": "unparsable"}
+    rates = {**odt["rates"], **{names.get(k, k): v for k, v in odt["other_rates"].items()}}
+    rates["average of the first four"] = odt["average"]
+    shares = [r.vote_share for r in records if r.status == "scored"]
+    return [
+        accuracy_by_level_plot(levels, counts, out / PLOTS[0][0], f"{task}: accuracy by level"),
+        odt_categories_plot(rates, out / PLOTS[1][0], f"{task}: ODT mismatches\n({odt['examples']} answers)"),
+        vote_share_histogram(
+            shares, out / PLOTS[2][0], f"{task}: vote share (n = {metrics['samples_per_example']} samples)"
+        ),
+    ]
+
+
+def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error: str | None = None) -> str:
+    """The Markdown report of one run."""
+    settings, metrics = summary["settings"], summary["metrics"]
+    task = settings["task"]
+    lines = [
+        f"# Evaluation: {task['name']} (version {task['version']})",
+        "",
+        f"- source: {settings['source']}",
+        f"- preset: `{settings['preset']['name']}` {settings['preset']['options']}",
+        f"- decoding: {settings['decoding']}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in summary['versions'].items())}",
+        f"- ODT config {summary['odt_config_version']}, reward {summary['reward_config']['version']}",
+        "",
+        "## Metrics",
+        "",
+        "| metric | value |",
+        "|---|---:|",
+        f"| examples | {metrics['examples']} |",
+        f"| scored | {metrics['scored']} |",
+        f"| skipped (database absent) | {metrics['skipped']} |",
+        f"| gold invalid | {metrics['gold_invalid']} |",
+        f"| EX (%) | {_pct(metrics['execution_accuracy'])} |",
+    ]
+    if metrics["ts_scored"]:
+        lines.append(
+            f"| TS (%), {metrics['ts_scored']} examples with a suite | {_pct(metrics['test_suite_accuracy'])} |"
+        )
+    if "first_sample_accuracy" in metrics:
+        lines.append(f"| first sample EX (%) | {_pct(metrics['first_sample_accuracy'])} |")
+    lines += [
+        f"| valid SQL (%) | {_pct(metrics['valid_sql_rate'])} |",
+        f"| format (%) | {_pct(metrics['format_rate'])} |",
+    ]
+    lines += [f"| pass@{k} (%) | {_pct(v)} |" for k, v in metrics["pass_at_k"].items()]
+    if metrics["by_level"]:
+        lines += [
+            "",
+            "## By difficulty",
+            "",
+            "| level | scored | matched | EX (%) | TS (%) |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for level, block in metrics["by_level"].items():
+            lines.append(
+                f"| {level} | {block['scored']} | {block['matched']} | {_pct(block['execution_accuracy'])} "
+                f"| {_pct(block['test_suite_accuracy'])} |"
+            )
+    odt = metrics["odt"]
+    lines += ["", f"## ODT structural mismatches ({odt['examples']} scored answers)", "", "| category | rate (%) |"]
+    lines.append("|---|---:|")
+    lines += [f"| {category} | {_pct(rate)} |" for category, rate in odt["rates"].items()]
+    lines.append(f"| average of the four | {_pct(odt['average'])} |")
+    lines += [f"| {category} | {_pct(rate)} |" for category, rate in odt["other_rates"].items()]
+    if odt["tag_histogram"]:
+        lines += ["", "Tags: " + ", ".join(f"{tag} {count}" for tag, count in odt["tag_histogram"].items())]
+    lines += ["", "## Left out", ""]
+    skipped = metrics["skipped_examples"]
+    if skipped["count"]:
+        dbs = ", ".join(f"`{db}` ({count})" for db, count in skipped["by_db_id"].items())
+        lines.append(f"- {skipped['count']} examples skipped, database file absent: {dbs}.")
+    invalid = metrics["gold_invalid_examples"]
+    if invalid:
+        lines.append(f"- {len(invalid)} examples with an invalid gold query (never a match, not scored):")
+        lines += [f"  - #{item['index']} ({item['db_id']}): {item['reason']}" for item in invalid[:50]]
+    if not skipped["count"] and not invalid:
+        lines.append("- nothing: every example was scored.")
+    for note in summary.get("notes", []):
+        if note.startswith("test_suite"):
+            lines.append(f"- note: {note}")
+    if plots or plot_error:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{title}]({name})" for name, title in PLOTS if name in plots]
+        if plot_error:
+            lines.append(f"Plots not drawn: {plot_error}")
+    return "\n".join(lines) + "\n"
