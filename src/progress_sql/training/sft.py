@@ -1,0 +1,414 @@
+"""The supervised warm start: examples (single- and two-turn), their token labels, and the loop.
+
+Multi-turn RL needs multi-turn SFT: a model that never saw a feedback segment answers turn 2 out of
+distribution (2-turn EX about 0% in the feasibility prototype). So a share of the examples are
+two-turn: a wrong first answer, the environment's ODT feedback on it (tag codes, in the compact
+format), then the gold answer. Only the final answer carries loss; the prompt, the wrong answer
+and the feedback are context (labels -100), so the model never learns to write wrong SQL.
+
+Tokenization follows the rollout's boundaries: the prompt, each answer and each feedback segment
+are tokenized separately, and ``eos`` follows every answer, exactly as the RL rollout concatenates
+generated and environment tokens.
+
+>>> from progress_sql.data.embedded import real_questions
+>>> from progress_sql.training.format import CompactFormat
+>>> example = sft_examples(real_questions()[:1], CompactFormat(), seed=0, two_turn_share=1.0)[0]
+>>> example.turns, "\\nF: " in example.text("<eos>")
+(2, True)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from progress_sql.data.schema import Schema, read_schema
+from progress_sql.execution.compare import get_preset, judge
+from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.training.format import CompactFormat
+from progress_sql.training.templates import normalize_sql
+from progress_sql.types import Example, ExecResult
+
+IGNORE_INDEX = -100
+_LIMITS = ExecLimits(timeout_s=2.0, max_rows=10_000)
+
+
+@dataclass(frozen=True, slots=True)
+class SftExample:
+    """One training sequence: ``prompt``, then ``context`` (for a multi-turn example: answer,
+    feedback, answer, feedback, ...; no loss), then ``completion``, the final answer (loss).
+    Every answer is followed by the tokenizer's eos token."""
+
+    prompt: str
+    completion: str
+    context: tuple[str, ...] = ()
+
+    @property
+    def turns(self) -> int:
+        return 1 + len(self.context) // 2
+
+    def text(self, eos: str) -> str:
+        """The whole sequence as text, with ``eos`` after each answer (for reading, not training)."""
+        parts = [self.prompt]
+        for position, segment in enumerate(self.context):
+            parts.append(segment + (eos if position % 2 == 0 else ""))
+        return "".join([*parts, self.completion, eos])
+
+
+# --------------------------------------------------------------------------------------------------
+# Corruptions: plausible wrong first answers
+# --------------------------------------------------------------------------------------------------
+
+Corruption = Callable[[str, Schema, random.Random], "str | None"]
+_WHERE = re.compile(
+    r"\s+WHERE\s+.*?(?=\s+(?:GROUP\s+BY|ORDER\s+BY|LIMIT|INTERSECT|UNION|EXCEPT|HAVING)\b|\)|$)", re.IGNORECASE
+)
+_AGG = re.compile(r"\b(avg|min|max|sum)\s*\(", re.IGNORECASE)
+_COMPARISON = re.compile(r"\s(>=|<=|>|<)\s")
+_ORDER = re.compile(r"\bORDER\s+BY\s+([\w.\"]+)(\s+(?:ASC|DESC)\b)?", re.IGNORECASE)
+_LIMIT = re.compile(r"\s+LIMIT\s+\d+", re.IGNORECASE)
+_FROM = re.compile(r"\b(FROM|JOIN)\s+([\w\"]+)", re.IGNORECASE)
+_WORD = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*)(?![\w'\"(])|(?<=\.)([A-Za-z_]\w*)")
+_NUMBER = re.compile(r"(?<=[=<>] )(\d+)\b")
+
+
+def _drop_where(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    return _WHERE.sub("", sql, count=1) if _WHERE.search(sql) else None
+
+
+def _swap_direction(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    match = _ORDER.search(sql)
+    if not match:
+        return None
+    direction = (match.group(2) or "").strip().upper()
+    replacement = f"ORDER BY {match.group(1)}" + ("" if direction == "DESC" else " DESC")
+    return sql[: match.start()] + replacement + sql[match.end() :]
+
+
+def _flip_comparison(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    flipped = {">": "<", "<": ">", ">=": "<", "<=": ">"}
+    match = _COMPARISON.search(sql)
+    if not match:
+        return None
+    return sql[: match.start(1)] + flipped[match.group(1)] + sql[match.end(1) :]
+
+
+def _wrong_aggregate(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    match = _AGG.search(sql)
+    if not match:
+        return None
+    other = rng.choice([fn for fn in ("avg", "min", "max", "sum") if fn != match.group(1).lower()])
+    return sql[: match.start(1)] + other + sql[match.end(1) :]
+
+
+def _column_words(sql: str, schema: Schema) -> list[re.Match[str]]:
+    return [m for m in _WORD.finditer(sql) if schema.has_column(m.group(m.lastindex or 1))]
+
+
+def _wrong_column(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    matches = _column_words(sql, schema)
+    if not matches:
+        return None
+    match = rng.choice(matches)
+    group = match.lastindex or 1
+    name = match.group(group).lower()
+    tables = schema.tables_with_column(name)
+    others = sorted({c for t in tables for c in schema.tables[t] if c != name})
+    if not others:
+        return None
+    return sql[: match.start(group)] + rng.choice(others) + sql[match.end(group) :]
+
+
+def _wrong_table(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    match = _FROM.search(sql)
+    if not match:
+        return None
+    others = sorted(t for t in schema.tables if t != match.group(2).strip('"').lower())
+    if not others:
+        return None
+    return sql[: match.start(2)] + rng.choice(others) + sql[match.end(2) :]
+
+
+def _drop_limit(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    return _LIMIT.sub("", sql, count=1) if _LIMIT.search(sql) else None
+
+
+def _drop_distinct(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    return re.sub(r"\bDISTINCT\s+", "", sql, count=1, flags=re.IGNORECASE) if "distinct" in sql.lower() else None
+
+
+def _change_number(sql: str, schema: Schema, rng: random.Random) -> str | None:
+    match = _NUMBER.search(sql)
+    if not match:
+        return None
+    value = int(match.group(1))
+    return sql[: match.start(1)] + str(value + rng.choice((-1, 1)) * max(1, value // 10)) + sql[match.end(1) :]
+
+
+#: Ways to make a plausible wrong first answer (name -> corruption; None when it does not apply).
+CORRUPTIONS: Mapping[str, Corruption] = {
+    "drop_where": _drop_where,
+    "swap_direction": _swap_direction,
+    "flip_comparison": _flip_comparison,
+    "wrong_aggregate": _wrong_aggregate,
+    "wrong_column": _wrong_column,
+    "wrong_table": _wrong_table,
+    "drop_limit": _drop_limit,
+    "drop_distinct": _drop_distinct,
+    "change_number": _change_number,
+}
+
+
+@lru_cache(maxsize=64)
+def _schema(db_path: str) -> Schema:
+    return read_schema(db_path)
+
+
+class _Judge:
+    """Runs SQL and compares it with the gold under the ``strict`` preset (gold results cached)."""
+
+    def __init__(self) -> None:
+        self.preset = get_preset("strict")
+        self.executor = Executor(max_connections=8)
+        self._gold: dict[tuple[str, str], list[ExecResult]] = {}
+
+    def matches(self, example: Example, sql: str) -> bool:
+        key = (example.db_path, example.gold_sql)
+        if key not in self._gold:
+            queries = self.preset.gold_queries(example.gold_sql)
+            self._gold[key] = [self.executor.run(example.db_path, query, _LIMITS) for query in queries]
+        pred = self.executor.run(example.db_path, self.preset.prepare_pred(sql), _LIMITS)
+        return judge(self.preset, example.gold_sql, self._gold[key], pred).match
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+def corrupt(example: Example, rng: random.Random, checker: _Judge | None = None) -> tuple[str, str] | None:
+    """``(corruption name, wrong SQL)`` for ``example``: the first applicable corruption, in a random
+    order, whose SQL differs from the gold and whose result does not match the gold's; or None."""
+    schema = _schema(example.db_path)
+    gold = " ".join(example.gold_sql.split())
+    own = checker is None
+    runner = checker or _Judge()
+    try:
+        for name in rng.sample(sorted(CORRUPTIONS), len(CORRUPTIONS)):
+            wrong = CORRUPTIONS[name](gold, schema, rng)
+            if wrong is None or normalize_sql(wrong) == normalize_sql(gold):
+                continue
+            if not runner.matches(example, wrong):
+                return name, " ".join(wrong.split())
+    finally:
+        if own:
+            runner.close()
+    return None
+
+
+def sft_examples(
+    examples: Sequence[Example],
+    format: CompactFormat,
+    seed: int = 0,
+    two_turn_share: float = 0.5,
+) -> list[SftExample]:
+    """One SFT example per input example; about ``two_turn_share`` of them two-turn.
+
+    The feasibility prototype made 40% of the two-turn first answers the gold itself and 60%
+    corrupted. We use corrupted first answers only: after a gold first answer the environment
+    stops (the result matches), so such a sequence can never occur in a rollout, and training on it
+    teaches the model to "repair" SQL that was right. What the gold-first examples gave the
+    prototype, learning that a correct first answer is the goal, the single-turn examples (the
+    other ``1 - two_turn_share``) already teach, with the loss on that very answer. An example for
+    which no corruption yields a mismatching result (rare) stays single-turn.
+    """
+    rng = random.Random(seed)
+    checker = _Judge()
+    result: list[SftExample] = []
+    golds: dict[tuple[str, str], Any] = {}
+    try:
+        for example in examples:
+            prompt = format.prompt(example.db_id, example.question)
+            answer = format.answer(example.gold_sql)
+            wrong = corrupt(example, rng, checker) if rng.random() < two_turn_share else None
+            if wrong is None:
+                result.append(SftExample(prompt, answer))
+                continue
+            key = (example.db_path, example.gold_sql)
+            if key not in golds:
+                golds[key] = prepare_gold(example.gold_sql, _schema(example.db_path))
+            message = diagnose(wrong[1], golds[key]).feedback
+            result.append(SftExample(prompt, answer, (format.answer(wrong[1]), format.feedback(message))))
+    finally:
+        checker.close()
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Token ids and labels
+# --------------------------------------------------------------------------------------------------
+
+
+def encode(example: SftExample, tokenizer: Any) -> tuple[list[int], list[int]]:
+    """``(input_ids, labels)``: every segment tokenized on its own, eos after each answer, labels
+    -100 everywhere but the final answer and its eos."""
+    eos = int(tokenizer.eos_token_id)
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False).input_ids)
+
+    input_ids = ids(example.prompt)
+    for position, segment in enumerate(example.context):
+        input_ids += ids(segment) + ([eos] if position % 2 == 0 else [])
+    labels = [IGNORE_INDEX] * len(input_ids)
+    final = [*ids(example.completion), eos]
+    return input_ids + final, labels + final
+
+
+# --------------------------------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SftStep:
+    """What the progress callback receives after each optimizer step."""
+
+    step: int
+    loss: float
+    seconds: float
+    lr: float
+
+
+@dataclass(frozen=True, slots=True)
+class SftReport:
+    """``final_loss`` is the mean of the last (up to) 10 step losses; ``seconds`` is the loop's
+    wall time (encoding included)."""
+
+    steps: int
+    seconds: float
+    final_loss: float
+    losses: tuple[float, ...]
+    examples: int
+    epochs: float
+
+
+def _batch(rows: Sequence[tuple[list[int], list[int]]], pad: int) -> tuple[Any, Any, Any]:
+    import torch
+
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    labels = torch.full((len(rows), width), IGNORE_INDEX, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for row, (ids, labs) in enumerate(rows):
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        labels[row, : len(labs)] = torch.tensor(labs)
+        mask[row, : len(ids)] = 1
+    return input_ids, labels, mask
+
+
+def _epoch(lengths: Sequence[int], batch_size: int, rng: random.Random, pool: int = 16) -> list[list[int]]:
+    """One epoch of batches: shuffled, then sorted by length within pools of ``pool`` batches so
+    that a batch pads little, then the batches shuffled."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = sorted(order[start : start + batch_size * pool], key=lambda i: lengths[i])
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def run_sft(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[SftExample],
+    *,
+    lr: float = 2e-3,
+    batch_size: int = 32,
+    max_steps: int | None = 500,
+    max_seconds: float | None = None,
+    warmup: int = 50,
+    seed: int = 0,
+    weight_decay: float = 0.0,
+    max_length: int = 512,
+    threads: int | None = 1,
+    progress: Callable[[SftStep], None] | None = None,
+) -> SftReport:
+    """Train ``model`` on ``examples`` with AdamW, linear warm-up then a constant ``lr``, until
+    ``max_steps`` or ``max_seconds`` (whichever comes first; at least one must be set).
+
+    Batches are right-padded and drawn by length within pools of 16 batches (less padding);
+    sequences longer than ``max_length`` tokens are skipped. ``threads`` sets torch's thread count
+    (1 by default: on a busy 2-core machine more threads are many times slower). The model is left
+    in eval mode."""
+    if max_steps is None and max_seconds is None:
+        raise ValueError("run_sft needs max_steps or max_seconds")
+    if not examples:
+        raise ValueError("run_sft needs at least one example")
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    rows = [row for row in (encode(example, tokenizer) for example in examples) if len(row[0]) <= max_length]
+    if not rows:
+        raise ValueError(f"every example is longer than max_length={max_length} tokens")
+    pad = int(tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / max(1, warmup)))
+    model.train()
+    losses: list[float] = []
+    batches: list[list[int]] = []
+    step = 0
+    try:
+        while max_steps is None or step < max_steps:
+            if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+                break
+            if not batches:
+                batches = _epoch([len(ids) for ids, _ in rows], batch_size, rng)
+            chosen = batches.pop()
+            input_ids, labels, mask = _batch([rows[i] for i in chosen], pad)
+            loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            value = float(loss.detach())
+            losses.append(value if math.isfinite(value) else float("nan"))
+            if progress is not None:
+                progress(SftStep(step, value, time.perf_counter() - start, float(scheduler.get_last_lr()[0])))
+    finally:
+        model.eval()
+    tail = losses[-10:]
+    return SftReport(
+        steps=step,
+        seconds=time.perf_counter() - start,
+        final_loss=sum(tail) / len(tail) if tail else float("nan"),
+        losses=tuple(losses),
+        examples=len(rows),
+        epochs=step * batch_size / len(rows),
+    )
+
+
+__all__ = [
+    "CORRUPTIONS",
+    "IGNORE_INDEX",
+    "SftExample",
+    "SftReport",
+    "SftStep",
+    "corrupt",
+    "encode",
+    "run_sft",
+    "sft_examples",
+]

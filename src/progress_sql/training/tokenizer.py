@@ -1,0 +1,68 @@
+"""A byte-level BPE tokenizer trained locally on the run's own text (no download).
+
+Special tokens ``<pad>``, ``<eos>``, ``<bos>``, ``<unk>`` (pad is not eos, so padding never masks
+the end of an answer) and the answer format's tags ``<think>``, ``</think>``, ``<sql>``, ``</sql>``
+as single added tokens. The corpus always includes the compact format's framing and every ODT tag
+code, so feedback segments tokenize into few, known pieces. Left padding, for batched generation.
+
+>>> tokenizer = train_tokenizer(["SELECT count(*) FROM singer", "How many singers are there?"], vocab_size=400)
+>>> tokenizer.pad_token_id != tokenizer.eos_token_id
+True
+>>> len(tokenizer("<sql>").input_ids)
+1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from progress_sql.odt import CATALOGUE
+
+SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<eos>", "<bos>", "<unk>")
+FORMAT_TOKENS: tuple[str, ...] = ("<think>", "</think>", "<sql>", "</sql>")
+
+
+def framing_texts() -> list[str]:
+    """Text the tokenizer must know whatever the data: the compact format's framing and each tag code."""
+    from progress_sql.training.format import CompactFormat
+
+    fmt = CompactFormat()
+    codes = [spec.name for spec in CATALOGUE] + ["VALUES", "PARSE_ERROR"]
+    texts = [fmt.prompt("db", "question") + fmt.answer("SELECT 1")]
+    texts += [f"\nF: {code}\nA:" for code in codes]
+    texts.append("\nF: " + " ".join(codes) + "\nA:")
+    return texts
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
+    """Train a byte-level BPE on ``texts`` (plus :func:`framing_texts`) and wrap it as a
+    ``transformers.PreTrainedTokenizerFast``. The vocabulary may come out smaller than
+    ``vocab_size`` on a small corpus."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    corpus = [*texts, *framing_texts()]
+    bpe.train_from_iterator(corpus, trainer=trainer)
+    bpe.add_tokens(list(FORMAT_TOKENS))
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
+        unk_token="<unk>",
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
+    )
+
+
+__all__ = ["FORMAT_TOKENS", "SPECIAL_TOKENS", "framing_texts", "train_tokenizer"]

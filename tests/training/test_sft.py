@@ -1,0 +1,143 @@
+"""The supervised warm start: corruptions, two-turn examples, label masks, and a short run."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from progress_sql.data.embedded import embedded_databases
+from progress_sql.data.schema import read_schema
+from progress_sql.execution.compare import get_preset, judge
+from progress_sql.execution.executor import execute
+from progress_sql.odt import CATALOGUE
+from progress_sql.training.format import CompactFormat
+from progress_sql.training.sft import CORRUPTIONS, IGNORE_INDEX, SftExample, encode, sft_examples
+from progress_sql.training.templates import TemplateDataset
+
+CODES = {spec.name for spec in CATALOGUE} | {"VALUES", "PARSE_ERROR"}
+
+
+@pytest.mark.parametrize(
+    ("name", "sql", "expected"),
+    [
+        ("drop_where", "SELECT name FROM singer WHERE age > 30 ORDER BY age", "SELECT name FROM singer ORDER BY age"),
+        (
+            "swap_direction",
+            "SELECT name FROM singer ORDER BY age DESC LIMIT 1",
+            "SELECT name FROM singer ORDER BY age LIMIT 1",
+        ),
+        (
+            "swap_direction",
+            "SELECT name FROM singer ORDER BY age LIMIT 1",
+            "SELECT name FROM singer ORDER BY age DESC LIMIT 1",
+        ),
+        ("swap_direction", "SELECT name FROM singer ORDER BY age ASC", "SELECT name FROM singer ORDER BY age DESC"),
+        ("flip_comparison", "SELECT count(*) FROM singer WHERE age > 30", "SELECT count(*) FROM singer WHERE age < 30"),
+        ("drop_limit", "SELECT name FROM singer ORDER BY age LIMIT 1", "SELECT name FROM singer ORDER BY age"),
+        ("drop_distinct", "SELECT DISTINCT country FROM singer", "SELECT country FROM singer"),
+        ("drop_where", "SELECT count(*) FROM singer", None),
+        ("swap_direction", "SELECT name FROM singer", None),
+    ],
+)
+def test_corruptions(name: str, sql: str, expected: str | None) -> None:
+    schema = read_schema(embedded_databases()["concert_singer"])
+    assert CORRUPTIONS[name](sql, schema, random.Random(0)) == expected
+
+
+def test_random_corruptions_change_the_intended_part() -> None:
+    schema = read_schema(embedded_databases()["concert_singer"])
+    rng = random.Random(0)
+    aggregate = CORRUPTIONS["wrong_aggregate"]("SELECT avg(age) FROM singer", schema, rng)
+    assert aggregate is not None
+    assert re.fullmatch(r"SELECT (min|max|sum)\(age\) FROM singer", aggregate)
+    column = CORRUPTIONS["wrong_column"]("SELECT name FROM singer WHERE age > 30", schema, rng)
+    assert column is not None
+    assert column != "SELECT name FROM singer WHERE age > 30"
+    assert column.startswith("SELECT ")
+    assert " FROM singer WHERE " in column
+    table = CORRUPTIONS["wrong_table"]("SELECT count(*) FROM singer", schema, rng)
+    assert table is not None
+    assert table != "SELECT count(*) FROM singer"
+    assert table.startswith("SELECT count(*) FROM ")
+    number = CORRUPTIONS["change_number"]("SELECT count(*) FROM singer WHERE age > 30", schema, rng)
+    assert number in {"SELECT count(*) FROM singer WHERE age > 27", "SELECT count(*) FROM singer WHERE age > 33"}
+
+
+def test_label_mask_covers_only_the_final_answer(tokenizer: Any) -> None:
+    example = SftExample(
+        prompt="Q [concert_singer] How many singers?\nA:",
+        completion=" <think></think><sql>SELECT count(*) FROM singer</sql>",
+        context=(" <think></think><sql>SELECT count(*) FROM stadium</sql>", "\nF: FROM_OR_JOIN_TABLE_MISMATCH\nA:"),
+    )
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False).input_ids)
+
+    eos = tokenizer.eos_token_id
+    context = ids(example.prompt) + ids(example.context[0]) + [eos] + ids(example.context[1])
+    final = [*ids(example.completion), eos]
+    input_ids, labels = encode(example, tokenizer)
+    assert input_ids == context + final
+    assert labels == [IGNORE_INDEX] * len(context) + final
+    assert input_ids.count(eos) == 2
+    single = SftExample(prompt=example.prompt, completion=example.completion)
+    input_ids, labels = encode(single, tokenizer)
+    assert labels == [IGNORE_INDEX] * len(ids(single.prompt)) + final
+    assert single.turns == 1
+    assert example.turns == 2
+
+
+def test_two_turn_examples_carry_feedback_and_a_wrong_first_answer(dataset: TemplateDataset) -> None:
+    fmt = CompactFormat()
+    strict = get_preset("strict")
+    chosen = dataset.train[:40] + dataset.real_train[:10]
+    examples = sft_examples(chosen, fmt, seed=0, two_turn_share=1.0)
+    assert len(examples) == len(chosen)
+    two_turn = [(source, sft) for source, sft in zip(chosen, examples, strict=True) if sft.turns == 2]
+    assert len(two_turn) >= 0.9 * len(chosen)
+    for source, sft in two_turn:
+        assert sft.prompt == fmt.prompt(source.db_id, source.question)
+        assert sft.completion == fmt.answer(source.gold_sql)
+        first, feedback = sft.context
+        assert feedback.startswith("\nF: ")
+        assert feedback.endswith("\nA:")
+        codes = feedback[len("\nF: ") : -len("\nA:")].split()
+        assert codes
+        assert set(codes) <= CODES
+        assert "\nF: " in sft.text("<eos>")
+        wrong = first[len(" <think></think><sql>") : -len("</sql>")]
+        assert wrong != " ".join(source.gold_sql.split())
+        gold = [execute(source.db_path, query) for query in strict.gold_queries(source.gold_sql)]
+        assert not judge(strict, source.gold_sql, gold, execute(source.db_path, wrong)).match
+
+
+def test_two_turn_share(dataset: TemplateDataset) -> None:
+    fmt = CompactFormat()
+    chosen = dataset.train[:200]
+    assert all(e.turns == 1 for e in sft_examples(chosen, fmt, seed=0, two_turn_share=0.0))
+    half = sum(e.turns == 2 for e in sft_examples(chosen, fmt, seed=0, two_turn_share=0.5))
+    assert 70 <= half <= 130
+    assert sft_examples(chosen, fmt, seed=4) == sft_examples(chosen, fmt, seed=4)
+
+
+def test_run_sft_reduces_the_loss(dataset: TemplateDataset, tokenizer: Any, torch_one_thread: Any) -> None:
+    from progress_sql.training.model import build_model
+    from progress_sql.training.sft import SftStep, run_sft
+
+    examples = sft_examples(dataset.train[:256], CompactFormat(), seed=0)
+    model = build_model(tokenizer, "tiny", seed=0)
+    seen: list[SftStep] = []
+    report = run_sft(model, tokenizer, examples, lr=2e-3, batch_size=16, max_steps=20, warmup=5, progress=seen.append)
+    assert report.steps == 20
+    assert len(report.losses) == 20
+    assert [s.step for s in seen] == list(range(1, 21))
+    assert sum(report.losses[-3:]) / 3 < 0.7 * sum(report.losses[:3]) / 3
+    assert seen[0].lr < seen[-1].lr == pytest.approx(2e-3)
+    assert not model.training
+    timed = run_sft(model, tokenizer, examples, batch_size=16, max_steps=None, max_seconds=0.0)
+    assert timed.steps == 0
+    with pytest.raises(ValueError, match="max_steps or max_seconds"):
+        run_sft(model, tokenizer, examples, max_steps=None)

@@ -1,0 +1,65 @@
+"""The locally trained tokenizer: special tokens, format tags, padding side, save / load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from progress_sql.odt import CATALOGUE
+from progress_sql.training.format import CompactFormat
+from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS
+
+
+def test_special_and_format_tokens_are_single_tokens(tokenizer: Any) -> None:
+    for token in (*SPECIAL_TOKENS, *FORMAT_TOKENS):
+        ids = tokenizer(token, add_special_tokens=False).input_ids
+        assert len(ids) == 1, token
+        assert tokenizer.convert_ids_to_tokens(ids) == [token]
+    assert tokenizer.pad_token == "<pad>"
+    assert tokenizer.eos_token == "<eos>"
+    assert tokenizer.bos_token == "<bos>"
+    assert tokenizer.unk_token == "<unk>"
+    assert tokenizer.pad_token_id != tokenizer.eos_token_id
+    assert tokenizer.padding_side == "left"
+    assert 1000 <= len(tokenizer) <= 2048
+
+
+def test_nothing_is_added_around_a_text(tokenizer: Any) -> None:
+    fmt = CompactFormat()
+    text = fmt.prompt("pets_1", "How many pets?") + fmt.answer("SELECT count(*) FROM pets")
+    ids = tokenizer(text).input_ids
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.eos_token_id not in ids
+    assert tokenizer.bos_token_id not in ids
+
+
+def test_feedback_codes_round_trip(tokenizer: Any) -> None:
+    codes = " ".join(spec.name for spec in CATALOGUE)
+    text = f"\nF: {codes}\nA:"
+    ids = tokenizer(text, add_special_tokens=False).input_ids
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.unk_token_id not in ids
+
+
+def test_left_padding(tokenizer: Any) -> None:
+    batch = tokenizer(["Q [a] b\nA:", "Q [pets_1] How many pets are there?\nA:"], padding=True)
+    first = batch["input_ids"][0]
+    assert first[0] == tokenizer.pad_token_id
+    assert batch["attention_mask"][0][0] == 0
+    assert first[-1] != tokenizer.pad_token_id
+
+
+def test_save_and_load_round_trip(tokenizer: Any, tmp_path: Path) -> None:
+    import transformers
+
+    tokenizer.save_pretrained(tmp_path)
+    loaded = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    text = "Q [concert_singer] Show the name of every singer.\nA: <think></think><sql>SELECT name FROM singer</sql>"
+    assert loaded(text).input_ids == tokenizer(text).input_ids
+    assert (loaded.pad_token_id, loaded.eos_token_id, loaded.bos_token_id) == (
+        tokenizer.pad_token_id,
+        tokenizer.eos_token_id,
+        tokenizer.bos_token_id,
+    )
+    assert loaded.padding_side == "left"
+    assert len(loaded) == len(tokenizer)
