@@ -1,0 +1,132 @@
+"""``progress-sql compare-runs A B``: two evaluation runs side by side, with the examples that changed.
+
+Reads each run folder's ``summary.json`` and ``samples.jsonl`` (as ``progress-sql eval`` writes
+them), prints the headline metrics and the per-level accuracies of both runs with their difference,
+and lists the examples whose verdict changed (fixed: wrong in A, right in B; broken: the reverse).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from progress_sql.cli._common import fail, stdout
+
+HEADLINE: tuple[tuple[str, str], ...] = (
+    ("execution_accuracy", "EX"),
+    ("test_suite_accuracy", "TS"),
+    ("first_sample_accuracy", "first-sample EX"),
+    ("valid_sql_rate", "valid SQL"),
+    ("format_rate", "format"),
+)
+
+
+def _load(run: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    try:
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        samples = [
+            json.loads(line) for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines() if line
+        ]
+    except FileNotFoundError as error:
+        fail(f"{run} is not an eval run folder (missing {Path(error.filename).name})")
+    except (OSError, ValueError) as error:
+        fail(f"cannot read the run in {run}: {error}")
+    return summary, {int(s["index"]): s for s in samples}
+
+
+def compare(a: Path, b: Path) -> dict[str, Any]:
+    """The comparison of two run folders as a JSON-ready dict."""
+    summary_a, samples_a = _load(a)
+    summary_b, samples_b = _load(b)
+    metrics_a, metrics_b = summary_a["metrics"], summary_b["metrics"]
+
+    def pair(x: Any, y: Any) -> dict[str, Any]:
+        delta = y - x if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
+        return {"a": x, "b": y, "delta": delta}
+
+    headline = {key: pair(metrics_a.get(key), metrics_b.get(key)) for key, _ in HEADLINE}
+    for k in sorted(set(metrics_a.get("pass_at_k", {})) | set(metrics_b.get("pass_at_k", {})), key=int):
+        headline[f"pass@{k}"] = pair(metrics_a.get("pass_at_k", {}).get(k), metrics_b.get("pass_at_k", {}).get(k))
+    headline["odt_average"] = pair(metrics_a["odt"]["average"], metrics_b["odt"]["average"])
+    levels = list(dict.fromkeys([*metrics_a.get("by_level", {}), *metrics_b.get("by_level", {})]))
+    by_level = {
+        level: pair(
+            metrics_a.get("by_level", {}).get(level, {}).get("execution_accuracy"),
+            metrics_b.get("by_level", {}).get(level, {}).get("execution_accuracy"),
+        )
+        for level in levels
+    }
+    changed = []
+    for index in sorted(set(samples_a) & set(samples_b)):
+        x, y = samples_a[index], samples_b[index]
+        if x["status"] != "scored" or y["status"] != "scored" or x["match"] == y["match"]:
+            continue
+        changed.append(
+            {
+                "index": index,
+                "db_id": x["db_id"],
+                "level": x.get("level"),
+                "change": "fixed" if y["match"] else "broken",
+                "a": {"verdict": x["verdict"], "sql": x["sql"]},
+                "b": {"verdict": y["verdict"], "sql": y["sql"]},
+            }
+        )
+    same_task = summary_a["settings"]["task"] == summary_b["settings"]["task"]
+    return {
+        "a": str(a),
+        "b": str(b),
+        "same_task": same_task,
+        "same_preset": summary_a["settings"]["preset"] == summary_b["settings"]["preset"],
+        "only_in_a": len(set(samples_a) - set(samples_b)),
+        "only_in_b": len(set(samples_b) - set(samples_a)),
+        "headline": headline,
+        "by_level": by_level,
+        "fixed": sum(c["change"] == "fixed" for c in changed),
+        "broken": sum(c["change"] == "broken" for c in changed),
+        "changed": changed,
+    }
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare-runs")
+    def compare_runs_command(
+        a: Path = typer.Argument(..., help="First run folder (written by progress-sql eval)."),
+        b: Path = typer.Argument(..., help="Second run folder."),
+        show: int = typer.Option(20, "--show", help="How many changed examples to list."),
+        as_json: bool = typer.Option(False, "--json", help="Print the whole comparison as JSON."),
+    ) -> None:
+        """Two evaluation runs side by side, with the examples whose verdict changed."""
+        result = compare(a, b)
+        if as_json:
+            typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+            return
+        if not result["same_task"] or not result["same_preset"]:
+            stdout.print("[yellow]warning:[/] the runs differ in task or preset; differences mix both effects")
+        table = Table(title=f"A = {a}   B = {b}", header_style="bold")
+        for column in ("metric", "A (%)", "B (%)", "B - A (points)"):
+            table.add_column(column, justify="left" if column == "metric" else "right")
+        for key, value in result["headline"].items():
+            label = dict(HEADLINE).get(key, key)
+            delta = value["delta"]
+            table.add_row(label, _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}")
+        for level, value in result["by_level"].items():
+            delta = value["delta"]
+            table.add_row(
+                f"EX {level}", _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}"
+            )
+        stdout.print(table)
+        stdout.print(f"changed examples: {result['fixed']} fixed (wrong in A, right in B), {result['broken']} broken")
+        for item in result["changed"][:show]:
+            stdout.print(
+                f"  #{item['index']} {item['db_id']} [{item['level']}] {item['change']}: "
+                f"A {item['a']['verdict']}: {item['a']['sql']}\n      B {item['b']['verdict']}: {item['b']['sql']}",
+                markup=False,
+            )
