@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ def reward_bound_plot(points: Sequence[tuple[str, float]], path: Path, title: st
 
 
 def training_curves(
-    runs: dict[str, Sequence[dict[str, float]]], keys: Sequence[tuple[str, str]], path: Path, title: str
+    runs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[tuple[str, str]], path: Path, title: str
 ) -> Path:
     """One panel per ``(metric key, label)``, one line per run (label -> per-step records with ``step``)."""
     plt = _pyplot()

@@ -1,0 +1,332 @@
+"""``progress-sql train``: the whole Progress-SQL loop in one command.
+
+The embedded default (``model="tiny"`` or ``"small"``) runs on a laptop CPU: template data over the
+embedded Spider databases, a tokenizer trained here, a Qwen2-architecture model built from a config,
+a supervised warm start where half of the examples show a feedback turn, held-out execution accuracy
+(EX), multi-turn GRPO with the progressive reward on prompts the model does not solve yet, EX again,
+and a guard that restores the supervised weights when RL lowers EX by more than two standard errors.
+Any other ``model`` is a local folder or hub name trained on ``task`` with the paper's prompts.
+
+Every phase writes into ``out``; a rerun with the same ``out`` resumes (the supervised checkpoint is
+reused, RL resumes from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from progress_sql.data.ddl import db_details
+from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.prompts import Message, initial_messages
+from progress_sql.rewards.registry import get_reward
+from progress_sql.training.format import ChatTemplateFormat, CompactFormat, ConversationFormat
+from progress_sql.training.rl import RLResult, RLSettings, run_rl
+from progress_sql.types import Example
+
+EMBEDDED_SIZES = ("tiny", "small")
+Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """Everything a run depends on; written to ``<out>/config.json``."""
+
+    out: Path = Path("runs/train")
+    model: str = "tiny"
+    rl: RLSettings = field(default_factory=RLSettings)
+    compare_reward: str | None = None
+    sft_seconds: float = 240.0
+    sft_max_steps: int = 800
+    rl_prompts: int = 256
+    heldout_size: int = 150
+    seed: int = 0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.compare_reward is not None:
+            get_reward(self.compare_reward)
+        if self.threads < 1:
+            raise ConfigError(f"threads must be >= 1, got {self.threads}")
+
+    @property
+    def embedded(self) -> bool:
+        return self.model in EMBEDDED_SIZES
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    n: int
+    correct: int
+
+    @property
+    def ex(self) -> float:
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def standard_error(self) -> float:
+        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What the report shows."""
+
+    config: TrainConfig
+    data_sizes: dict[str, int] = field(default_factory=dict)
+    sft: dict[str, Any] = field(default_factory=dict)
+    before: dict[str, Accuracy] = field(default_factory=dict)
+    after: dict[str, Accuracy] = field(default_factory=dict)
+    rl: dict[str, RLResult] = field(default_factory=dict)
+    compare_after: dict[str, Accuracy] = field(default_factory=dict)
+    guard: str = ""
+    seconds: float = 0.0
+
+
+def configure_threads(threads: int) -> None:
+    """One OpenMP thread per core in use, waiting passively (train-feasibility.md: busy-waiting
+    threads on a shared 2-core machine made training 15-20 times slower)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def template_set(before: dict[str, Accuracy]) -> Accuracy:
+    """The held-out template sets pooled (the guard's yardstick)."""
+    parts = [acc for name, acc in before.items() if name != "real_test"]
+    return Accuracy(sum(a.n for a in parts), sum(a.correct for a in parts))
+
+
+def evaluate(
+    model: Any, tokenizer: Any, fmt: ConversationFormat, sets: dict[str, list[Example]]
+) -> dict[str, Accuracy]:
+    """Greedy single-turn EX on each held-out set (the paper's evaluation protocol): the compact
+    format through batched generation, a chat-template model through its template."""
+    from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+
+    results = {}
+    for name, examples in sets.items():
+        if isinstance(fmt, CompactFormat):
+            texts = greedy_sql(model, tokenizer, fmt, examples)
+        else:
+            texts = _chat_greedy(model, tokenizer, examples)
+        report = execution_accuracy(examples, texts)
+        results[name] = Accuracy(report.n, report.correct)
+    return results
+
+
+def _chat_messages(example: Example) -> list[Message]:
+    return initial_messages(db_details(example.db_path, "full"), example.question, example.evidence)
+
+
+def _chat_greedy(model: Any, tokenizer: Any, examples: Sequence[Example]) -> list[str]:
+    from progress_sql.backends.base import GenerationConfig
+    from progress_sql.backends.hf import TransformersBackend
+
+    backend = TransformersBackend(model, tokenizer, use_chat_template=True)
+    outputs = backend.generate([_chat_messages(e) for e in examples], GenerationConfig(max_tokens=512))
+    return [choices[0] for choices in outputs]
+
+
+def rl_prompts(
+    model: Any, tokenizer: Any, fmt: CompactFormat, candidates: Sequence[Example], limit: int, seed: int
+) -> dict[str, Example]:
+    """Prompts for RL: the ones greedy decoding gets wrong first (they carry reward variance), then
+    others, deduplicated by prompt text (TRL passes only the text to the rollout function)."""
+    import random
+
+    from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+
+    pool = list(candidates)
+    random.Random(seed).shuffle(pool)
+    pool = pool[: 3 * limit]
+    texts = greedy_sql(model, tokenizer, fmt, pool)
+    solved = execution_accuracy(pool, texts).matches
+    ordered = [e for e, ok in zip(pool, solved, strict=True) if not ok] + [
+        e for e, ok in zip(pool, solved, strict=True) if ok
+    ]
+    prompts: dict[str, Example] = {}
+    for example in ordered:
+        prompts.setdefault(fmt.prompt(example.db_id, example.question), example)
+        if len(prompts) >= limit:
+            break
+    return prompts
+
+
+def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
+    """The CPU default: data, tokenizer, tiny model, SFT, EX, RL, EX, guard (see the module docstring)."""
+    from progress_sql.data.embedded import embedded_databases
+    from progress_sql.training.model import build_model
+    from progress_sql.training.sft import run_sft, sft_examples
+    from progress_sql.training.templates import build_dataset
+    from progress_sql.training.tokenizer import train_tokenizer
+
+    configure_threads(config.threads)
+    started = time.perf_counter()
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
+    result = RunResult(config)
+    fmt = CompactFormat()
+    data = build_dataset(embedded_databases(), seed=config.seed, heldout_size=config.heldout_size)
+    held_out = {
+        "heldout_new_combo": data.heldout_new_combo,
+        "heldout_new_value": data.heldout_new_value,
+        "real_test": data.real_test,
+    }
+    result.data_sizes = {"train": len(data.train), "real_train": len(data.real_train)} | {
+        name: len(examples) for name, examples in held_out.items()
+    }
+
+    sft_dir = out / "checkpoints" / "sft"
+    if (sft_dir / "config.json").is_file():
+        model, tokenizer = _load(sft_dir)
+        result.sft = json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
+    else:
+        texts = [f"{fmt.prompt(e.db_id, e.question)}{fmt.answer(e.gold_sql)}" for e in [*data.train, *data.real_train]]
+        tokenizer = train_tokenizer(texts)
+        model = build_model(tokenizer, size=config.model, seed=config.seed)
+        examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
+        advance = phase("supervised warm start", config.sft_max_steps)
+        report = run_sft(
+            model, tokenizer, examples, max_steps=config.sft_max_steps, max_seconds=config.sft_seconds,
+            seed=config.seed, progress=lambda step: advance(1),
+        )  # fmt: skip
+        result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
+        model.save_pretrained(sft_dir)
+        tokenizer.save_pretrained(sft_dir)
+        (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
+
+    advance = phase("EX before RL", 1)
+    result.before = evaluate(model, tokenizer, fmt, held_out)
+    advance(1)
+    prompts = rl_prompts(model, tokenizer, fmt, [*data.train, *data.real_train], config.rl_prompts, config.seed)
+    with ExecutionPool(workers=1) as pool:
+        runs = [(config.rl.reward, out / "rl", model)]
+        if config.compare_reward is not None:
+            runs.append((config.compare_reward, out / f"rl-{config.compare_reward}", _load(sft_dir)[0]))
+        for reward, folder, policy in runs:
+            advance = phase(f"RL ({config.rl.preset}, reward {reward})", config.rl.steps)
+            settings = replace(config.rl, reward=reward)
+            result.rl[reward] = run_rl(
+                policy, tokenizer, fmt, prompts, settings, folder, pool, on_step=_advancer(advance)
+            )
+            policy.save_pretrained(folder / "final")
+            tokenizer.save_pretrained(folder / "final")
+        if config.compare_reward is not None:
+            advance = phase("EX after RL, compared reward", 1)
+            result.compare_after = evaluate(runs[1][2], tokenizer, fmt, held_out)
+            advance(1)
+    advance = phase("EX after RL", 1)
+    result.after = evaluate(model, tokenizer, fmt, held_out)
+    advance(1)
+    result.guard = _guard(result, sft_dir, out)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _advancer(advance: Callable[[int], None]) -> Callable[[int], None]:
+    """A per-step callback bound to this phase's bar (not to a loop variable)."""
+    return lambda _step: advance(1)
+
+
+def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase: Phase) -> RunResult:
+    """RL for an existing model (a local folder or hub name) on ``task``, with the paper's prompts
+    when the tokenizer has a chat template. Every tenth example is held out for EX before and after."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from progress_sql.data.tasks import load_task
+
+    configure_threads(config.threads)
+    started = time.perf_counter()
+    examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
+    if len(examples) < 2:
+        raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
+    held_out = {"heldout": examples[::10]}
+    train = [e for i, e in enumerate(examples) if i % 10]
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(config.model)
+        model = AutoModelForCausalLM.from_pretrained(config.model)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot load model {config.model!r}: {error}") from error
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    cuda = torch.cuda.is_available()
+    if cuda:
+        model = model.to("cuda")
+    fmt: ConversationFormat = ChatTemplateFormat(tokenizer) if tokenizer.chat_template else CompactFormat()
+    result = RunResult(config, data_sizes={"train": len(train), "heldout": len(held_out["heldout"])})
+    prompts = {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}
+    advance = phase("EX before RL", 1)
+    result.before = evaluate(model, tokenizer, fmt, held_out)
+    advance(1)
+    with ExecutionPool(workers=1) as pool:
+        advance = phase(f"RL ({config.rl.preset}, reward {config.rl.reward})", config.rl.steps)
+        settings = replace(config.rl, use_cpu=not cuda)
+        result.rl[config.rl.reward] = run_rl(
+            model, tokenizer, fmt, prompts, settings, out / "rl", pool, on_step=lambda _s: advance(1)
+        )
+    model.save_pretrained(out / "rl" / "final")
+    tokenizer.save_pretrained(out / "rl" / "final")
+    advance = phase("EX after RL", 1)
+    result.after = evaluate(model, tokenizer, fmt, held_out)
+    advance(1)
+    before, after = result.before["heldout"], result.after["heldout"]
+    lowered = after.ex < before.ex - 2 * before.standard_error
+    result.guard = (
+        f"held-out EX {100 * before.ex:.1f}% -> {100 * after.ex:.1f}% "
+        f"(2 SE = {200 * before.standard_error:.1f} points): "
+        + (f"RL lowered EX; keep the original model {config.model}" if lowered else "the RL model is in rl/final")
+    )
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _guard(result: RunResult, sft_dir: Path, out: Path) -> str:
+    """Keep the RL model unless it lowered held-out template EX by more than two standard errors."""
+    before, after = template_set(result.before), template_set(result.after)
+    final = out / "final"
+    if final.exists():
+        shutil.rmtree(final)
+    if after.ex < before.ex - 2 * before.standard_error:
+        shutil.copytree(sft_dir, final)
+        return (
+            f"RL lowered held-out template EX from {100 * before.ex:.1f}% to {100 * after.ex:.1f}% "
+            f"(more than 2 SE = {200 * before.standard_error:.1f} points): the supervised checkpoint is kept"
+        )
+    shutil.copytree(out / "rl" / "final", final)
+    return (
+        f"held-out template EX {100 * before.ex:.1f}% -> {100 * after.ex:.1f}% "
+        f"(2 SE = {200 * before.standard_error:.1f} points): the RL checkpoint is kept"
+    )
+
+
+def _load(folder: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -1,0 +1,80 @@
+"""`progress-sql train` end to end on the embedded data with a tiny budget, resume included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("trl", reason="training needs the [trl] extra")
+
+from progress_sql.cli import app
+from progress_sql.training.recipe import TrainConfig, run_embedded
+from progress_sql.training.report import write_report
+from progress_sql.training.rl import RLSettings
+
+runner = CliRunner()
+
+
+def tiny_config(out: Path, steps: int, compare: str | None = None) -> TrainConfig:
+    return TrainConfig(
+        out=out,
+        rl=RLSettings(steps=steps, prompts_per_step=2, generations=2, max_new_tokens=16, save_steps=1),
+        compare_reward=compare,
+        sft_seconds=3.0,
+        sft_max_steps=6,
+        rl_prompts=6,
+        heldout_size=8,
+    )
+
+
+def no_bar(description: str, total: int):  # type: ignore[no-untyped-def]
+    return lambda n: None
+
+
+def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = run_embedded(tiny_config(out, steps=1, compare="one-shot"), no_bar)
+    assert first.sft["steps"] >= 1
+    assert set(first.before) == {"heldout_new_combo", "heldout_new_value", "real_test"}
+    assert all(acc.n > 0 for acc in first.before.values())
+    assert set(first.rl) == {"progressive", "one-shot"}
+    report = write_report(first, out)
+    text = report.read_text()
+    assert "EX before (%)" in text
+    assert "Compared reward: `one-shot`" in text
+    for png in ("training_curves.png", "reward_components.png", "ex_before_after.png"):
+        assert (out / png).read_bytes().startswith(b"\x89PNG")
+    metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[0]["step"] == 1
+    for key in ("reward", "rewards/fmt/mean", "rewards/align/mean", "trajectory/turns_mean", "frac_reward_zero_std",
+                "trajectory/first_turn_f", "completions/mean_length"):  # fmt: skip
+        assert key in metrics[0]
+    assert (out / "final" / "config.json").is_file()
+    assert "kept" in first.guard
+
+    # a rerun with more steps reuses the supervised checkpoint and resumes RL from its last checkpoint
+    second = run_embedded(tiny_config(out, steps=2), no_bar)
+    assert second.sft.get("resumed") is True
+    assert second.rl["progressive"].resumed_from is not None
+    assert second.rl["progressive"].resumed_from.endswith("checkpoint-1")
+    assert second.rl["progressive"].steps == 2
+
+
+def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--reward", "nope"])
+    assert result.exit_code == 2
+    assert "unknown reward" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--turns", "0"])
+    assert result.exit_code == 2
+    assert "T must be >= 1" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--model", str(tmp_path / "missing")])
+    assert result.exit_code == 2
+    assert "needs --task" in result.output
+    result = runner.invoke(
+        app, ["train", "--out", str(tmp_path), "--model", str(tmp_path / "missing"), "--task", "nope.json"]
+    )
+    assert result.exit_code == 2
+    assert "unknown task" in result.output
