@@ -127,3 +127,19 @@ def test_unknown_prompt_is_a_clear_error(tiny_tokenizer: Any, example: Example, 
 def test_component_names_of_peer_rewards() -> None:
     assert component_names("one-shot") == ("correct", "exec", "fmt")
     assert component_names("progressive") == ("fmt", "exec", "late", "align")
+
+
+class SilentGenerator:
+    """A model that stops at once: only eos."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.eos = tokenizer.eos_token_id
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
+        return [[self.eos] for _ in contexts]
+
+
+def test_a_model_that_produces_no_tokens_fails_fast(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
+    rollout = TrlRollout({PROMPT: example}, tiny_tokenizer, FORMAT, SilentGenerator(tiny_tokenizer), pool=pool)
+    with pytest.raises(Exception, match="produced no tokens"):
+        rollout([PROMPT, PROMPT], trainer=None)

@@ -78,3 +78,15 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown task" in result.output
+
+
+def test_missing_databases_fail_fast(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps([{"db_id": "nowhere", "question": "q", "query": "SELECT 1"}] * 3))
+    result = runner.invoke(
+        app,
+        ["train", "--out", str(tmp_path / "run"), "--model", str(tmp_path / "model"), "--task", str(questions),
+         "--data-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "fewer than two examples have their database" in result.output

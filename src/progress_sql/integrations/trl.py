@@ -118,6 +118,11 @@ class TrlRollout:
             if not active:
                 break
             turns = self.generator([prompt_ids[i] + completion_ids[i] for i in active], trainer)
+            if not completion_ids[active[0]] and not any(self._text(tokens).strip() for tokens in turns):
+                raise ConfigError(
+                    "the model produced no tokens for any prompt of this batch: check that the tokenizer's eos "
+                    "and pad ids match the model and that max_new_tokens > 0"
+                )
             still_active = []
             for i, tokens in zip(active, turns, strict=True):
                 step = envs[i].step(self._text(tokens))
