@@ -28,7 +28,7 @@ from progress_sql.training.format import CompactFormat
 from progress_sql.training.model import build_model, parameter_count
 from progress_sql.training.sft import SftStep, run_sft, sft_examples
 from progress_sql.training.templates import build_dataset
-from progress_sql.training.tokenizer import train_tokenizer
+from progress_sql.training.tokenizer import train_tokenizer, training_texts
 
 
 def main() -> None:
@@ -57,8 +57,7 @@ def main() -> None:
     examples = sft_examples(data.train + data.real_train * args.real_upsample, fmt, args.seed, args.two_turn)
     t_sft_data = time.perf_counter() - t0
     t0 = time.perf_counter()
-    corpus = [fmt.prompt(e.db_id, e.question) + fmt.answer(e.gold_sql) for e in data.train + data.real_train]
-    tokenizer = train_tokenizer(corpus)
+    tokenizer = train_tokenizer(training_texts(data.train + data.real_train, fmt))
     t_tok = time.perf_counter() - t0
     model = build_model(tokenizer, args.size, args.seed)
     turns = collections.Counter(e.turns for e in examples)

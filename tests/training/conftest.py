@@ -31,8 +31,6 @@ def torch_one_thread() -> Any:
 @pytest.fixture(scope="session")
 def tokenizer(dataset: TemplateDataset, torch_one_thread: Any) -> Any:
     pytest.importorskip("transformers", reason="training needs the [trl] extra")
-    from progress_sql.training.tokenizer import train_tokenizer
+    from progress_sql.training.tokenizer import train_tokenizer, training_texts
 
-    fmt = CompactFormat()
-    examples = dataset.train + dataset.real_train
-    return train_tokenizer([fmt.prompt(e.db_id, e.question) + fmt.answer(e.gold_sql) for e in examples])
+    return train_tokenizer(training_texts(dataset.train + dataset.real_train, CompactFormat()))

@@ -63,3 +63,12 @@ def test_save_and_load_round_trip(tokenizer: Any, tmp_path: Path) -> None:
     )
     assert loaded.padding_side == "left"
     assert len(loaded) == len(tokenizer)
+
+
+def test_identifiers_stay_whole_and_answers_fit_an_rl_turn(tokenizer: Any, dataset: Any) -> None:
+    ids = tokenizer(" <sql>SELECT T1.singer_id FROM singer_in_concert", add_special_tokens=False).input_ids
+    assert "Ġsinger_in_concert" in tokenizer.convert_ids_to_tokens(ids)
+    fmt = CompactFormat()
+    # Every template answer, eos included, fits the 48 new tokens of an RL turn.
+    longest = max(len(tokenizer(fmt.answer(e.gold_sql)).input_ids) + 1 for e in dataset.train)
+    assert longest <= 48

@@ -1,5 +1,11 @@
 """A byte-level BPE tokenizer trained locally on the run's own text (no download).
 
+Pre-tokenization keeps an identifier whole (``\\s?[A-Za-z_][A-Za-z0-9_]*``: ``singer_id``, ``T1``,
+``pets_1``) where the usual byte-level split cuts at every underscore and digit, so BPE can give a
+column name one token: answers get about a third shorter (a three-table join from 74 to 48 tokens,
+which then fits the RL phase's 48-token turns) and the model cannot stitch a wrong name together
+from pieces (``city_ LName``, seen in the feasibility prototype).
+
 Special tokens ``<pad>``, ``<eos>``, ``<bos>``, ``<unk>`` (pad is not eos, so padding never masks
 the end of an answer) and the answer format's tags ``<think>``, ``</think>``, ``<sql>``, ``</sql>``
 as single added tokens. The corpus always includes the compact format's framing and every ODT tag
@@ -18,15 +24,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from progress_sql.odt import CATALOGUE
+from progress_sql.training.format import CompactFormat
+from progress_sql.types import Example
 
+#: Pre-token pattern: an identifier, a number, a run of other symbols (each with an optional leading
+#: space), or whitespace.
+PRE_TOKEN_PATTERN = r"\s?[A-Za-z_][A-Za-z0-9_]*|\s?\d+|\s?[^\sA-Za-z0-9_]+|\s+"
 SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<eos>", "<bos>", "<unk>")
 FORMAT_TOKENS: tuple[str, ...] = ("<think>", "</think>", "<sql>", "</sql>")
 
 
 def framing_texts() -> list[str]:
     """Text the tokenizer must know whatever the data: the compact format's framing and each tag code."""
-    from progress_sql.training.format import CompactFormat
-
     fmt = CompactFormat()
     codes = [spec.name for spec in CATALOGUE] + ["VALUES", "PARSE_ERROR"]
     texts = [fmt.prompt("db", "question") + fmt.answer("SELECT 1")]
@@ -35,15 +44,25 @@ def framing_texts() -> list[str]:
     return texts
 
 
+def training_texts(examples: Iterable[Example], format: CompactFormat) -> list[str]:
+    """The corpus for :func:`train_tokenizer`: each example's prompt followed by its gold answer."""
+    return [format.prompt(e.db_id, e.question) + format.answer(e.gold_sql) for e in examples]
+
+
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
     """Train a byte-level BPE on ``texts`` (plus :func:`framing_texts`) and wrap it as a
     ``transformers.PreTrainedTokenizerFast``. The vocabulary may come out smaller than
     ``vocab_size`` on a small corpus."""
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRE_TOKEN_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -65,4 +84,4 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
     )
 
 
-__all__ = ["FORMAT_TOKENS", "SPECIAL_TOKENS", "framing_texts", "train_tokenizer"]
+__all__ = ["FORMAT_TOKENS", "PRE_TOKEN_PATTERN", "SPECIAL_TOKENS", "framing_texts", "train_tokenizer", "training_texts"]
