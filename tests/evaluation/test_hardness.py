@@ -7,6 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.hardness import HardnessCounts, hardness, hardness_counts
@@ -68,3 +70,9 @@ def test_agrees_with_the_official_labels_on_spider_dev(shared_data: Path) -> Non
     assert agreed / compared >= 0.99
     assert agreed == 972  # measured: every label agrees
     assert ours == Counter({"medium": 416, "easy": 232, "extra": 164, "hard": 160})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="SELECT FROMWHEREa(),*=' \"0123456789GROUPBYORDERLIMIT", max_size=80))
+def test_never_raises_on_arbitrary_text(text: str) -> None:
+    assert hardness(text) in (None, "easy", "medium", "hard", "extra")

@@ -21,6 +21,7 @@ from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
+from tests.evaluation.test_plots import axes_hold_data
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
@@ -44,18 +45,6 @@ def shared_pool() -> Iterator[ExecutionPool]:
 @pytest.fixture(scope="module")
 def gold_cache() -> GoldCache:
     return GoldCache()
-
-
-def axes_hold_data(path: Path) -> bool:
-    """A PNG whose central area (inside the axes) is not a blank canvas."""
-    import matplotlib.image as mpimg
-    import numpy as np
-
-    image = np.asarray(mpimg.imread(path))
-    assert image.ndim == 3
-    height, width = image.shape[:2]
-    inner = image[height // 5 : 4 * height // 5, width // 3 : 9 * width // 10, :3]
-    return bool(inner.std() > 0.05) and bool((inner.mean(axis=2) < 0.9).mean() > 0.05)
 
 
 @pytest.mark.parametrize("model", [1, 2, 3, 4, 5])
@@ -133,15 +122,3 @@ def _check_report(out: Path, records: list[EvalRecord], metrics: dict[str, Any],
     report = render_report(summary, [p.name for p in paths])
     assert "| extra | 164 |" in report
     assert "62 examples skipped, database file absent: `wta_1` (62)" in report
-
-
-def test_blank_canvas_is_detected(tmp_path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, _ = plt.subplots(figsize=(5, 3))
-    figure.savefig(tmp_path / "blank.png")
-    plt.close(figure)
-    assert not axes_hold_data(tmp_path / "blank.png")
