@@ -194,6 +194,16 @@ def test_compare_runs_lists_changed_examples(shop: Path, tmp_path: Path) -> None
     assert "not an eval run folder" in missing.output
 
 
+def test_empty_predictions_are_errors_not_crashes(shop: Path, tmp_path: Path) -> None:
+    predictions = tmp_path / "pred.txt"
+    predictions.write_text("\n".join(["", "   ", *PREDICTIONS[2:]]) + "\n")
+    summary = run_eval(shop, tmp_path / "out", "--predictions", str(predictions), "--no-plots")
+    samples = samples_of(tmp_path / "out")
+    assert [s["verdict"] for s in samples[:2]] == ["pred_error", "pred_error"]
+    assert samples[0]["tags"] == ["PARSE_ERROR"]
+    assert summary["metrics"]["valid_sql_rate"] == pytest.approx(3 / 5)
+
+
 def test_eval_needs_exactly_one_source(shop: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "--task", str(shop / "questions.json"), "--out", str(tmp_path)])
     assert result.exit_code == 2

@@ -249,7 +249,7 @@ def evaluate(
 
     prepared = [[None if s.sql is None else preset.prepare_pred(s.sql) for s in items] for _, items in present]
     results = run_unique(
-        [(e.db_path, sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql]
+        [(e.db_path, sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql is not None]
     )
 
     records: dict[int, EvalRecord] = {}
