@@ -51,7 +51,12 @@ def training_curves(
         for run, records in runs.items():
             points = [(r["step"], r[key]) for r in records if key in r]
             if points:
-                axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", linewidth=1.2, label=run)
+                xs, ys = [p[0] for p in points], [p[1] for p in points]
+                line = axis.plot(xs, ys, marker=".", linewidth=0.8, alpha=0.45, label=run)[0]
+                window = 5  # per-step RL statistics are noisy: the moving average shows the trend
+                if len(ys) >= window:
+                    smooth = [sum(ys[i - window + 1 : i + 1]) / window for i in range(window - 1, len(ys))]
+                    axis.plot(xs[window - 1 :], smooth, color=line.get_color(), linewidth=2.0)
         axis.set_title(label, fontsize=10)
         axis.set_xlabel("step")
         axis.spines[["top", "right"]].set_visible(False)

@@ -62,6 +62,16 @@ def _row(name: str, before: Accuracy, after: Accuracy) -> str:
     )
 
 
+def _sft_line(sft: dict[str, Any]) -> str:
+    if not sft:
+        return "None (a pretrained model)."
+    reused = " (reused from the run folder's checkpoint)" if sft.get("resumed") else ""
+    return (
+        f"{sft.get('steps')} steps in {sft.get('seconds')} s, final loss {sft.get('final_loss', float('nan')):.4f}"
+        f"{reused}; half of the examples show a feedback turn before the final answer."
+    )
+
+
 def write_report(result: RunResult, out: Path) -> Path:
     """Write summary.json, the plots and report.md into ``out``; returns the report's path."""
     data = summary(result)
@@ -97,7 +107,7 @@ def write_report(result: RunResult, out: Path) -> Path:
         "",
         "## Supervised warm start",
         "",
-        f"{result.sft}",
+        _sft_line(result.sft),
         "",
         "## Execution accuracy before and after RL",
         "",
