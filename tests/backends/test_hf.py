@@ -9,11 +9,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the transformers backend needs the [trl] extra")
 transformers = pytest.importorskip("transformers", reason="the transformers backend needs the [trl] extra")
 
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
-
 from progress_sql.backends.base import GenerationConfig  # noqa: E402
 from progress_sql.backends.hf import TransformersBackend  # noqa: E402
 from progress_sql.prompts import initial_messages  # noqa: E402
+from tests.tiny_lm import tiny_model, tiny_tokenizer  # noqa: E402
 
 CORPUS = [
     "user: how many singers are there? assistant: <think>count</think><sql>SELECT count(*) FROM singer</sql>",
@@ -23,28 +22,8 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def tiny() -> tuple[Any, Any]:
-    torch.manual_seed(0)
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.train_from_iterator(
-        CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<eos>", "<unk>"], show_progress=False)
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
-    )
-    config = transformers.Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return transformers.Qwen2ForCausalLM(config).eval(), tokenizer
+    tokenizer = tiny_tokenizer(CORPUS)
+    return tiny_model(tokenizer).eval(), tokenizer
 
 
 def test_greedy_generation_is_deterministic(tiny: tuple[Any, Any]) -> None:

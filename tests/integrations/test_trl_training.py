@@ -88,20 +88,12 @@ def train_steps(
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, music_dir: Path, tiny_tokenizer: Any) -> dict[str, Any]:
-    from tests.integrations.conftest import transformers
+    from tests.tiny_lm import tiny_model
 
     results = {}
     with ExecutionPool(workers=1) as pool:
         for preset in ("grpo", "gspo"):
-            import torch
-
-            torch.manual_seed(0)
-            config = transformers.Qwen2Config(
-                vocab_size=len(tiny_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True,
-                pad_token_id=tiny_tokenizer.pad_token_id, eos_token_id=tiny_tokenizer.eos_token_id,
-            )  # fmt: skip
-            model = transformers.Qwen2ForCausalLM(config)
+            model = tiny_model(tiny_tokenizer)
             results[preset] = train_steps(
                 preset, model, tiny_tokenizer, music_dir, pool, tmp_path_factory.mktemp(preset)
             )

@@ -11,6 +11,7 @@ error here: the example keeps its path and callers decide (evaluation reports it
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,61 +44,45 @@ def _field(item: dict[str, Any], names: tuple[str, ...], path: Path, index: int)
     raise DatasetError(f"{path}: example {index} has no string field {' / '.join(names)}")
 
 
-def load_spider(questions: str | Path, db_root: str | Path) -> list[Example]:
-    """Examples from a Spider-format questions file (``query`` or ``SQL`` holds the gold)."""
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """Which JSON fields of a questions file hold the question, the gold SQL and the difficulty."""
+
+    question: tuple[str, ...] = ("question",)
+    gold: tuple[str, ...] = ("query", "SQL", "sql")
+    difficulty: tuple[str, ...] = ("hardness", "difficulty")
+
+
+def _load(questions: str | Path, db_root: str | Path, fields: _Fields) -> list[Example]:
     path = Path(questions)
     examples = []
     for index, item in enumerate(_read_json_list(path)):
         db_id = _field(item, ("db_id",), path, index)
-        difficulty = item.get("hardness", item.get("difficulty"))
+        difficulty = next((item[k] for k in fields.difficulty if isinstance(item.get(k), str)), None)
         examples.append(
             Example(
                 index=index,
-                question=_field(item, ("question",), path, index),
+                question=_field(item, fields.question, path, index),
                 db_id=db_id,
                 db_path=str(database_path(db_root, db_id)),
-                gold_sql=_field(item, ("query", "SQL", "sql"), path, index),
+                gold_sql=_field(item, fields.gold, path, index),
                 evidence=str(item.get("evidence") or ""),
-                difficulty=difficulty if isinstance(difficulty, str) else None,
+                difficulty=difficulty,
             )
         )
     return examples
+
+
+def load_spider(questions: str | Path, db_root: str | Path) -> list[Example]:
+    """Examples from a Spider-format questions file (``query`` or ``SQL`` holds the gold)."""
+    return _load(questions, db_root, _Fields())
 
 
 def load_bird(questions: str | Path, db_root: str | Path) -> list[Example]:
     """Examples from a BIRD-format questions file (``SQL``, ``evidence``, ``difficulty``)."""
-    path = Path(questions)
-    examples = []
-    for index, item in enumerate(_read_json_list(path)):
-        db_id = _field(item, ("db_id",), path, index)
-        difficulty = item.get("difficulty")
-        examples.append(
-            Example(
-                index=index,
-                question=_field(item, ("question",), path, index),
-                db_id=db_id,
-                db_path=str(database_path(db_root, db_id)),
-                gold_sql=_field(item, ("SQL", "query"), path, index),
-                evidence=str(item.get("evidence") or ""),
-                difficulty=difficulty if isinstance(difficulty, str) else None,
-            )
-        )
-    return examples
+    return _load(questions, db_root, _Fields(gold=("SQL", "query"), difficulty=("difficulty",)))
 
 
 def load_spider_syn(questions: str | Path, db_root: str | Path) -> list[Example]:
     """Examples from a Spider-Syn file: the ``SpiderSynQuestion`` is the question, the gold ``query``."""
-    path = Path(questions)
-    examples = []
-    for index, item in enumerate(_read_json_list(path)):
-        db_id = _field(item, ("db_id",), path, index)
-        examples.append(
-            Example(
-                index=index,
-                question=_field(item, ("SpiderSynQuestion",), path, index),
-                db_id=db_id,
-                db_path=str(database_path(db_root, db_id)),
-                gold_sql=_field(item, ("query",), path, index),
-            )
-        )
-    return examples
+    return _load(questions, db_root, _Fields(question=("SpiderSynQuestion",), gold=("query",), difficulty=()))
