@@ -45,7 +45,7 @@ class TrainConfig:
     rl: RLSettings = field(default_factory=RLSettings)
     compare_reward: str | None = None
     sft_seconds: float = 240.0
-    sft_max_steps: int = 800
+    sft_max_steps: int = 5000  # the time budget (sft_seconds) normally ends the warm start first
     rl_prompts: int = 256
     heldout_size: int = 150
     seed: int = 0
@@ -200,10 +200,17 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
         tokenizer = train_tokenizer(texts)
         model = build_model(tokenizer, size=config.model, seed=config.seed)
         examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
-        advance = phase("supervised warm start", config.sft_max_steps)
+        advance = phase("supervised warm start (seconds)", math.ceil(config.sft_seconds))
+        shown = [0]
+
+        def tick(step: Any) -> None:  # the bar counts seconds: the time budget ends the warm start
+            elapsed = min(math.ceil(config.sft_seconds), int(step.seconds))
+            advance(elapsed - shown[0])
+            shown[0] = elapsed
+
         report = run_sft(
             model, tokenizer, examples, max_steps=config.sft_max_steps, max_seconds=config.sft_seconds,
-            seed=config.seed, progress=lambda step: advance(1),
+            seed=config.seed, progress=tick,
         )  # fmt: skip
         result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
         model.save_pretrained(sft_dir)
