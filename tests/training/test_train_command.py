@@ -90,3 +90,26 @@ def test_missing_databases_fail_fast(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "fewer than two examples have their database" in result.output
+
+
+def test_pretrained_model_with_a_chat_template(tmp_path: Path, music_dir: Path) -> None:
+    from progress_sql.training.recipe import run_pretrained
+    from tests.tiny_lm import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer(["user: Question: how many singers? assistant: <sql>SELECT count(*) FROM singer</sql>"])
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    folder = tmp_path / "model"
+    tiny_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = TrainConfig(
+        out=tmp_path / "run",
+        model=str(folder),
+        rl=RLSettings(steps=1, prompts_per_step=2, generations=2, max_new_tokens=8, save_steps=1),
+        rl_prompts=4,
+    )
+    result = run_pretrained(config, str(music_dir / "questions.json"), music_dir, no_bar)
+    assert result.before["heldout"].n == 1  # every tenth of the six fixture questions
+    assert result.rl["progressive"].steps == 1
+    assert (tmp_path / "run" / "rl" / "final" / "config.json").is_file()
+    assert "held-out EX" in result.guard
+    assert write_report(result, tmp_path / "run").is_file()
