@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="SFT step cap (default: none)")
     parser.add_argument("--size", default="tiny")
     parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--cooldown", type=float, default=0.25, help="final share of the budget with lr decay")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--two-turn", type=float, default=0.5, help="share of two-turn SFT examples")
     parser.add_argument("--real-upsample", type=int, default=5)
@@ -82,6 +83,7 @@ def main() -> None:
         tokenizer,
         examples,
         lr=args.lr,
+        cooldown=args.cooldown,
         batch_size=args.batch_size,
         max_steps=args.steps,
         max_seconds=args.seconds,

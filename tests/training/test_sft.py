@@ -130,13 +130,21 @@ def test_run_sft_reduces_the_loss(dataset: TemplateDataset, tokenizer: Any, torc
     examples = sft_examples(dataset.train[:256], CompactFormat(), seed=0)
     model = build_model(tokenizer, "tiny", seed=0)
     seen: list[SftStep] = []
-    report = run_sft(model, tokenizer, examples, lr=2e-3, batch_size=16, max_steps=20, warmup=5, progress=seen.append)
+    report = run_sft(
+        model, tokenizer, examples, lr=2e-3, batch_size=16, max_steps=20, warmup=5, cooldown=0.0, progress=seen.append
+    )
     assert report.steps == 20
     assert len(report.losses) == 20
     assert [s.step for s in seen] == list(range(1, 21))
     assert sum(report.losses[-3:]) / 3 < 0.7 * sum(report.losses[:3]) / 3
     assert seen[0].lr < seen[-1].lr == pytest.approx(2e-3)
     assert not model.training
+    cooled: list[SftStep] = []
+    run_sft(model, tokenizer, examples[:32], batch_size=8, max_steps=8, warmup=1, cooldown=0.5, progress=cooled.append)
+    rates = [s.lr for s in cooled]
+    assert rates[:4] == [2e-3] * 4
+    assert rates[4:] == sorted(rates[4:], reverse=True)
+    assert rates[-1] == pytest.approx(2e-3 * 0.25)
     timed = run_sft(model, tokenizer, examples, batch_size=16, max_steps=None, max_seconds=0.0)
     assert timed.steps == 0
     with pytest.raises(ValueError, match="max_steps or max_seconds"):

@@ -31,7 +31,7 @@ from typing import Any
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.odt import GoldReference, diagnose, prepare_gold
 from progress_sql.training.format import CompactFormat
 from progress_sql.training.templates import normalize_sql
 from progress_sql.types import Example, ExecResult
@@ -230,7 +230,7 @@ def sft_examples(
     rng = random.Random(seed)
     checker = _Judge()
     result: list[SftExample] = []
-    golds: dict[tuple[str, str], Any] = {}
+    golds: dict[tuple[str, str], GoldReference] = {}
     try:
         for example in examples:
             prompt = format.prompt(example.db_id, example.question)
@@ -325,6 +325,26 @@ def _epoch(lengths: Sequence[int], batch_size: int, rng: random.Random, pool: in
     return batches
 
 
+def _done(step: int, max_steps: int | None, seconds: float, max_seconds: float | None) -> float:
+    """How much of the budget is spent: the larger of the step and the time fractions."""
+    steps_part = step / max_steps if max_steps else 0.0
+    time_part = seconds / max_seconds if max_seconds else 0.0
+    return min(1.0, max(steps_part, time_part))
+
+
+def _lr_factor(step: int, warmup: int, cooldown: float, done: float) -> float:
+    """Linear warm-up over ``warmup`` steps, constant, then a linear decay to zero over the last
+    ``cooldown`` share of the budget.
+
+    >>> _lr_factor(0, 50, 0.25, 0.0), _lr_factor(100, 50, 0.25, 0.5), _lr_factor(900, 50, 0.25, 0.875)
+    (0.02, 1.0, 0.5)
+    """
+    factor = min(1.0, (step + 1) / max(1, warmup))
+    if cooldown > 0 and done > 1 - cooldown:
+        factor *= max(0.0, (1 - done) / cooldown)
+    return factor
+
+
 def run_sft(
     model: Any,
     tokenizer: Any,
@@ -335,6 +355,7 @@ def run_sft(
     max_steps: int | None = 500,
     max_seconds: float | None = None,
     warmup: int = 50,
+    cooldown: float = 0.25,
     seed: int = 0,
     weight_decay: float = 0.0,
     max_length: int = 512,
@@ -343,6 +364,12 @@ def run_sft(
 ) -> SftReport:
     """Train ``model`` on ``examples`` with AdamW, linear warm-up then a constant ``lr``, until
     ``max_steps`` or ``max_seconds`` (whichever comes first; at least one must be set).
+
+    The last ``cooldown`` share of the budget (steps or seconds, whichever runs out first) decays
+    the learning rate linearly to zero (0 keeps it constant to the end). At a constant 2e-3 the
+    tiny model's loss spikes now and then, and a run that stops on a spike keeps weights that are
+    many points worse than those a few steps earlier (measured: held-out EX 67% at the end against
+    75% a minute before, seed 1); the cool-down lands the run in a quiet minimum.
 
     Batches are right-padded and drawn by length within pools of 16 batches (less padding);
     sequences longer than ``max_length`` tokens are skipped. ``threads`` sets torch's thread count
@@ -364,7 +391,6 @@ def run_sft(
         raise ValueError(f"every example is longer than max_length={max_length} tokens")
     pad = int(tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / max(1, warmup)))
     model.train()
     losses: list[float] = []
     batches: list[list[int]] = []
@@ -377,17 +403,21 @@ def run_sft(
                 batches = _epoch([len(ids) for ids, _ in rows], batch_size, rng)
             chosen = batches.pop()
             input_ids, labels, mask = _batch([rows[i] for i in chosen], pad)
+            current = lr * _lr_factor(
+                step, warmup, cooldown, _done(step, max_steps, time.perf_counter() - start, max_seconds)
+            )
+            for group in optimizer.param_groups:
+                group["lr"] = current
             loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            scheduler.step()
             step += 1
             value = float(loss.detach())
             losses.append(value if math.isfinite(value) else float("nan"))
             if progress is not None:
-                progress(SftStep(step, value, time.perf_counter() - start, float(scheduler.get_last_lr()[0])))
+                progress(SftStep(step, value, time.perf_counter() - start, current))
     finally:
         model.eval()
     tail = losses[-10:]
