@@ -22,6 +22,23 @@ def render_plain(messages: Sequence[Message]) -> str:
     return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
 
 
+def load_tokenizer(path: str) -> Any:
+    """Load a tokenizer; a plain tokenizers-backed one (as ``progress-sql train`` saves) is loaded as
+    is: ``AutoTokenizer`` would swap in the model type's own pre-tokenizer (Qwen2's for a qwen2 model
+    folder) and silently change the tokenization."""
+    import json
+    from pathlib import Path
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(path) / "tokenizer_config.json"
+    if config.is_file():
+        declared = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+        if declared in {"TokenizersBackend", "PreTrainedTokenizerFast"}:
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
 class TransformersBackend:
     """Generates with a causal LM and its tokenizer, one conversation at a time, on CPU or GPU."""
 
@@ -36,9 +53,9 @@ class TransformersBackend:
     @classmethod
     def from_pretrained(cls, path: str, *, device: str = "cpu") -> TransformersBackend:
         """Load a model folder (or hub name, where a hub is reachable) with its tokenizer."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = load_tokenizer(path)
         model = AutoModelForCausalLM.from_pretrained(path).to(device)
         return cls(model, tokenizer)
 

@@ -254,8 +254,9 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     """RL for an existing model (a local folder or hub name) on ``task``, with the paper's prompts
     when the tokenizer has a chat template. Every tenth example is held out for EX before and after."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
+    from progress_sql.backends.hf import load_tokenizer
     from progress_sql.data.tasks import load_task
 
     configure_threads(config.threads)
@@ -269,7 +270,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(config.model)
+        tokenizer = load_tokenizer(config.model)
         model = AutoModelForCausalLM.from_pretrained(config.model)
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot load model {config.model!r}: {error}") from error
@@ -326,9 +327,11 @@ def _guard(result: RunResult, sft_dir: Path, out: Path) -> str:
 
 
 def _load(folder: Path) -> tuple[Any, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    from progress_sql.backends.hf import load_tokenizer
+
+    return AutoModelForCausalLM.from_pretrained(folder), load_tokenizer(str(folder))
 
 
 def _jsonable(value: Any) -> Any:
