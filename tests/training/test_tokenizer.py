@@ -52,9 +52,13 @@ def test_left_padding(tokenizer: Any) -> None:
 def test_save_and_load_round_trip(tokenizer: Any, tmp_path: Path) -> None:
     import transformers
 
+    from progress_sql.training.model import build_model
+
+    # Saved beside the model, as a checkpoint is: AutoTokenizer would build Qwen2's tokenizer there.
+    build_model(tokenizer).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    loaded = transformers.AutoTokenizer.from_pretrained(tmp_path)
-    text = "Q [concert_singer] Show the name of every singer.\nA: <think></think><sql>SELECT name FROM singer</sql>"
+    loaded = transformers.PreTrainedTokenizerFast.from_pretrained(tmp_path)
+    text = "Q [concert_singer] Show the name of every singer.\nA: <think></think><sql>SELECT T1.singer_id FROM x</sql>"
     assert loaded(text).input_ids == tokenizer(text).input_ids
     assert (loaded.pad_token_id, loaded.eos_token_id, loaded.bos_token_id) == (
         tokenizer.pad_token_id,

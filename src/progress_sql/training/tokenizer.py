@@ -11,6 +11,11 @@ the end of an answer) and the answer format's tags ``<think>``, ``</think>``, ``
 as single added tokens. The corpus always includes the compact format's framing and every ODT tag
 code, so feedback segments tokenize into few, known pieces. Left padding, for batched generation.
 
+Reload a saved tokenizer with ``transformers.PreTrainedTokenizerFast.from_pretrained`` (or
+:func:`progress_sql.backends.hf.load_tokenizer`), not ``AutoTokenizer``: next to a Qwen2
+``config.json``, ``AutoTokenizer`` builds Qwen2's tokenizer class from the vocabulary and merges
+and silently replaces this pre-tokenizer with Qwen2's (different token ids for the same text).
+
 >>> tokenizer = train_tokenizer(["SELECT count(*) FROM singer", "How many singers are there?"], vocab_size=400)
 >>> tokenizer.pad_token_id != tokenizer.eos_token_id
 True
