@@ -148,4 +148,4 @@ def test_run_sft_reduces_the_loss(dataset: TemplateDataset, tokenizer: Any, torc
     timed = run_sft(model, tokenizer, examples, batch_size=16, max_steps=None, max_seconds=0.0)
     assert timed.steps == 0
     with pytest.raises(ValueError, match="max_steps or max_seconds"):
-        run_sft(model, tokenizer, examples, max_steps=None)
+        run_sft(model, tokenizer, examples, max_steps=None, max_seconds=None)
