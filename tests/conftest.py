@@ -8,14 +8,20 @@ fresh clone has no ``../shared``).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from progress_sql.data.tasks import load_task
+from progress_sql.evaluation.predictions import load_predictions
+from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.types import Example
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -87,3 +93,23 @@ def pool() -> Iterator[ExecutionPool]:
     """One isolated execution pool shared by the tests of a session."""
     with ExecutionPool(workers=2, memory_bytes=1536 * 2**20) as shared:
         yield shared
+
+
+@pytest.fixture(scope="session")
+def spider_dev(shared_data: Path) -> list[Example]:
+    """Spider dev (1,034 examples; the wta_1 ones have no database) from ../shared/data."""
+    return load_task("spider-dev", shared_data / "spider")
+
+
+@pytest.fixture(scope="session")
+def spider_gold_cache() -> GoldCache:
+    """One gold-result cache for every test that scores Spider dev predictions."""
+    return GoldCache()
+
+
+def official_spider_verdicts(shared_data: Path, model: int, examples: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """A published system's Spider dev predictions and the official evaluator's verdicts on them."""
+    folder = shared_data / "predictions" / "spider-dev"
+    predictions = load_predictions(folder / f"model_{model}.txt", examples)
+    verdicts = [json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()]
+    return predictions, verdicts

@@ -4,23 +4,20 @@ official evaluator's verdicts, per-hardness tables, ODT error rates and plots th
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import summarize_eval
-from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.evaluation.report import PLOTS, render_report, write_plots
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
+from tests.conftest import official_spider_verdicts
 from tests.evaluation.test_plots import axes_hold_data
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
@@ -31,41 +28,23 @@ LIMITS = ExecLimits(timeout_s=5.0, drain_after_cap=True)
 OFFICIAL = {1: (370, 0), 2: (305, 8), 3: (357, 1), 4: (308, 5), 5: (305, 4)}
 
 
-@pytest.fixture(scope="module")
-def spider_dev(shared_data: Path) -> list[Example]:
-    return resolve_task("spider-dev", shared_data / "spider")[1]
-
-
-@pytest.fixture(scope="module")
-def shared_pool() -> Iterator[ExecutionPool]:
-    with ExecutionPool(workers=2) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def gold_cache() -> GoldCache:
-    return GoldCache()
-
-
 @pytest.mark.parametrize("model", [1, 2, 3, 4, 5])
 def test_five_systems(
     shared_data: Path,
     spider_dev: list[Example],
-    shared_pool: ExecutionPool,
-    gold_cache: GoldCache,
+    pool: ExecutionPool,
+    spider_gold_cache: GoldCache,
     tmp_path: Path,
     model: int,
 ) -> None:
-    folder = shared_data / "predictions" / "spider-dev"
-    predictions = load_predictions(folder / f"model_{model}.txt", len(spider_dev))
-    official = [json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()]
+    predictions, official = official_spider_verdicts(shared_data, model, len(spider_dev))
     records = evaluate(
         spider_dev,
         [[Sample(sql)] for sql in predictions],
         get_preset("spider"),
-        shared_pool,
+        pool,
         limits=LIMITS,
-        cache=gold_cache,
+        cache=spider_gold_cache,
     )
     disagreements, timed_out = [], 0
     for record, verdict in zip(records, official, strict=True):

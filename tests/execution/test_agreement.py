@@ -3,15 +3,13 @@ shared benchmark data (skipped when ../shared/data is absent)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import official_spider_verdicts
 
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.harness import score
-from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import PRESETS, get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -26,34 +24,16 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 LIMITS = ExecLimits(timeout_s=5.0, drain_after_cap=True)
 
 
-@pytest.fixture(scope="module")
-def spider_dev(shared_data: Path) -> list[Example]:
-    return load_task("spider-dev", shared_data / "spider")
-
-
-@pytest.fixture(scope="module")
-def agreement_pool() -> Iterator[ExecutionPool]:
-    with ExecutionPool(workers=2) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def gold_cache() -> GoldCache:
-    return GoldCache()
-
-
 @pytest.mark.parametrize("model", [1, 2, 3, 4, 5])
 def test_spider_preset_agrees_with_the_official_evaluator(
     shared_data: Path,
     spider_dev: list[Example],
-    agreement_pool: ExecutionPool,
-    gold_cache: GoldCache,
+    pool: ExecutionPool,
+    spider_gold_cache: GoldCache,
     model: int,
 ) -> None:
-    folder = shared_data / "predictions" / "spider-dev"
-    predictions = load_predictions(folder / f"model_{model}.txt", len(spider_dev))
-    official = [json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()]
-    records = score(spider_dev, predictions, get_preset("spider"), agreement_pool, limits=LIMITS, cache=gold_cache)
+    predictions, official = official_spider_verdicts(shared_data, model, len(spider_dev))
+    records = score(spider_dev, predictions, get_preset("spider"), pool, limits=LIMITS, cache=spider_gold_cache)
     judged = disagreements = 0
     for record, verdict in zip(records, official, strict=True):
         assert record.index == verdict["index"]
@@ -75,17 +55,17 @@ def test_spider_preset_agrees_with_the_official_evaluator(
     [(name, {}) for name in sorted(PRESETS)] + [("spider", {"keep_distinct": True}), ("strict", {"tie_aware": False})],
 )
 def test_gold_as_prediction_is_perfect_on_spider_dev(
-    spider_dev: list[Example], agreement_pool: ExecutionPool, preset: str, options: dict[str, bool]
+    spider_dev: list[Example], pool: ExecutionPool, preset: str, options: dict[str, bool]
 ) -> None:
     chosen = get_preset(preset, **options)
-    records = score(spider_dev, [e.gold_sql for e in spider_dev], chosen, agreement_pool)
+    records = score(spider_dev, [e.gold_sql for e in spider_dev], chosen, pool)
     scored = [r for r in records if r.verdict != "skipped"]
     assert len(scored) == 972
     assert [r.index for r in scored if not r.match] == []
 
 
-def test_bird_gold_as_prediction_is_perfect_on_superhero(shared_data: Path, agreement_pool: ExecutionPool) -> None:
+def test_bird_gold_as_prediction_is_perfect_on_superhero(shared_data: Path, pool: ExecutionPool) -> None:
     examples = [e for e in load_task("bird-dev", shared_data / "bird") if e.db_id == "superhero"]
     assert len(examples) == 129
-    records = score(examples, [e.gold_sql for e in examples], get_preset("bird"), agreement_pool)
+    records = score(examples, [e.gold_sql for e in examples], get_preset("bird"), pool)
     assert all(r.match for r in records)
