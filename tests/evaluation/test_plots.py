@@ -15,7 +15,9 @@ def axes_hold_data(path: Path) -> bool:
     image = np.asarray(mpimg.imread(path))
     assert image.ndim == 3
     height, width = image.shape[:2]
-    inner = image[height // 5 : 4 * height // 5, width // 3 : 9 * width // 10, :3]
+    # Rows inside the axes, columns from just right of the y axis to the edge: a one-sample run's vote
+    # histogram is a single bar in the last bin, at the right end of the axes.
+    inner = image[height // 5 : 4 * height // 5, width // 6 :, :3]
     return bool(inner.std() > 0.05) and bool((inner.mean(axis=2) < 0.9).mean() > 0.05)
 
 
