@@ -143,3 +143,33 @@ def test_a_model_that_produces_no_tokens_fails_fast(tiny_tokenizer: Any, example
     rollout = TrlRollout({PROMPT: example}, tiny_tokenizer, FORMAT, SilentGenerator(tiny_tokenizer), pool=pool)
     with pytest.raises(Exception, match="produced no tokens"):
         rollout([PROMPT, PROMPT], trainer=None)
+
+
+class EngineStandIn:
+    """Answers like TRL's ``VLLMGeneration.generate`` (documented return shape), scripted: the vLLM engine
+    itself needs a GPU and the vllm package."""
+
+    def __init__(self, tokenizer: Any, sql: str) -> None:
+        self.answer = tokenizer(FORMAT.answer(sql), add_special_tokens=False)["input_ids"]
+        self.calls: list[int] = []
+
+    def generate(self, prompts: list[list[int]], images: Any, num_generations: int) -> tuple[Any, ...]:
+        assert images is None
+        assert num_generations == 1
+        self.calls.append(len(prompts))
+        return prompts, [list(self.answer) for _ in prompts], None, None
+
+
+def test_vllm_generator_plumbs_the_engine(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
+    from types import SimpleNamespace
+
+    from progress_sql.integrations.trl import VLLMGenerator
+
+    engine = EngineStandIn(tiny_tokenizer, case_study.GOLD_SQL)
+    rollout = TrlRollout(
+        {PROMPT: example}, tiny_tokenizer, FORMAT, VLLMGenerator(tiny_tokenizer.eos_token_id), pool=pool
+    )
+    out = rollout([PROMPT, PROMPT], trainer=SimpleNamespace(vllm_generation=engine))
+    assert engine.calls == [2]
+    assert out["k_star"] == [1, 1]
+    assert out["completion_ids"][0][-1] == tiny_tokenizer.eos_token_id  # eos appended after the engine's tokens

@@ -70,6 +70,9 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--turns", "0"])
     assert result.exit_code == 2
     assert "T must be >= 1" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--vllm", "bogus"])
+    assert result.exit_code == 2
+    assert "vllm_mode must be colocate or server" in result.output
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--model", str(tmp_path / "missing")])
     assert result.exit_code == 2
     assert "needs --task" in result.output

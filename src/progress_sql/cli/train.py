@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = typer.Option(None, "--data-dir", help="Data folder of --task."),
         seed: int = typer.Option(0, "--seed"),
         threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
+        vllm: str | None = typer.Option(
+            None, "--vllm", help="Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
     ) -> None:
         """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
@@ -40,7 +43,7 @@ def register(app: typer.Typer) -> None:
             config = TrainConfig(
                 out=out,
                 model=model,
-                rl=RLSettings(preset=preset, reward=reward, turns=turns, steps=steps, seed=seed),
+                rl=RLSettings(preset=preset, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
                 compare_reward=compare_reward,
                 sft_seconds=sft_seconds,
                 seed=seed,

@@ -75,6 +75,24 @@ class ModelGenerator:
 
 
 @dataclass(slots=True)
+class VLLMGenerator:
+    """Samples with the trainer's vLLM engine (``GRPOConfig(use_vllm=True)``, colocate or server mode).
+
+    TRL keeps the engine's weights in sync with the policy before each ``rollout_func`` call; each
+    turn is one request per context. vLLM stops at the tokenizer's eos; it is appended when the
+    engine leaves it out, so that every model turn ends the same way in the token stream.
+    """
+
+    eos_token_id: int
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
+        _prompts, completions, _logprobs, *_ = trainer.vllm_generation.generate(
+            prompts=[list(c) for c in contexts], images=None, num_generations=1
+        )
+        return [list(c) if c and c[-1] == self.eos_token_id else [*c, self.eos_token_id] for c in completions]
+
+
+@dataclass(slots=True)
 class TrlRollout:
     """The ``rollout_func``: one environment episode per received prompt.
 

@@ -19,7 +19,14 @@ from typing import Any
 from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.trl import ModelGenerator, TrlRollout, component_reward_funcs, trainer_preset
+from progress_sql.integrations.trl import (
+    ModelGenerator,
+    TokenGenerator,
+    TrlRollout,
+    VLLMGenerator,
+    component_reward_funcs,
+    trainer_preset,
+)
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.format import ConversationFormat
 from progress_sql.types import Example
@@ -42,6 +49,9 @@ class RLSettings:
     save_steps: int = 10
     seed: int = 0
     use_cpu: bool = True
+    #: Generate with vLLM inside TRL (a GPU and the vllm package): ``colocate`` or ``server``; None: the
+    #: trainer's own model.
+    vllm_mode: str | None = None
 
     def __post_init__(self) -> None:
         if self.turns < 1:
@@ -50,6 +60,8 @@ class RLSettings:
             raise ConfigError("RL needs steps >= 1, prompts_per_step >= 1 and generations >= 2 (a group)")
         get_reward(self.reward)
         trainer_preset(self.preset)
+        if self.vllm_mode not in (None, "colocate", "server"):
+            raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
 
 
 @dataclass(slots=True)
@@ -147,14 +159,21 @@ def run_rl(
         disable_tqdm=True,
         dataloader_num_workers=0,
         seed=settings.seed,
+        use_vllm=settings.vllm_mode is not None,
+        **({"vllm_mode": settings.vllm_mode} if settings.vllm_mode else {}),
         **preset,
+    )
+    generator: TokenGenerator = (
+        VLLMGenerator(tokenizer.eos_token_id)
+        if settings.vllm_mode
+        else ModelGenerator(tokenizer, settings.max_new_tokens, settings.temperature)
     )
     stats = _TrajectoryStats(
         TrlRollout(
             prompts,
             tokenizer,
             fmt,
-            ModelGenerator(tokenizer, settings.max_new_tokens, settings.temperature),
+            generator,
             env_config=EnvConfig(max_turns=settings.turns, reward=settings.reward, timeout_s=settings.timeout_s,
                                  schema_profile="none"),
             pool=pool,
