@@ -7,6 +7,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
@@ -58,3 +59,12 @@ def write_section(doc: Path, title: str, section: str) -> None:
         new_text = "\n".join([*lines[:start], *section.rstrip("\n").splitlines(), "", *lines[end:]]).rstrip("\n") + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(new_text if new_text.endswith("\n") else new_text + "\n", encoding="utf-8")
+
+
+def provenance(command: str, info: dict[str, str]) -> list[str]:
+    """The lines every recorded section starts with: command, date and machine."""
+    return [
+        f"Command: `{command}`  ",
+        f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+        "Machine: " + ", ".join(f"{key} {value}" for key, value in info.items()),
+    ]

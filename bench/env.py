@@ -25,13 +25,12 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, machine, write_section
+from _common import DEFAULT_DATA, DEFAULT_DOC, machine, provenance, write_section
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.errors import GoldQueryError
@@ -166,9 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Scripted-policy trajectories through `SQLRefineEnv` (turn k answers with published system k's",
             "prediction, turn 4 with the gold), a fresh environment per episode, one shared pool and gold cache.",
             "",
-            f"Command: `{command}`  ",
-            f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-            "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
+            *provenance(command, info),
             "",
             "| " + " | ".join(columns) + " |",
             "|---|" + "---:|" * (len(columns) - 1),

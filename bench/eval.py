@@ -23,13 +23,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, write_section
+from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate, score
 from progress_sql.evaluation.metrics import summarize_eval
@@ -123,9 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "972 with a database; `spider` preset): gold and predicted queries, EX, Spider hardness per example, the",
             "ODT analysis, summary, report and plots. The gold cache starts empty in every pass.",
             "",
-            f"Command: `{invocation}`  ",
-            f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-            "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
+            *provenance(invocation, info),
             "",
             f"| what ({args.workers} workers, {args.timeout:g} s per query, median of {args.repeat}) "
             "| seconds | x EX only |",

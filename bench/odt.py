@@ -21,13 +21,12 @@ import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, machine, median_seconds, write_section
+from _common import DEFAULT_DATA, DEFAULT_DOC, machine, median_seconds, provenance, write_section
 from progress_sql.odt import build_odt, diagnose, prepare_gold
 from progress_sql.sql.parse import parse_sql
 
@@ -132,9 +131,7 @@ def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, inf
         "Spider dev predictions (`../shared/data/predictions/spider-dev/model_{1..5}.txt`) against the dev "
         "golds, all stages on the same SQL in one process (per core). Baseline: `parse_sql` alone.",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}  ",
-        "Machine: " + ", ".join(f"{key} {value}" for key, value in info.items()),
+        *provenance(command, info),
         "",
         f"{pairs} pairs, median of {repeat} repeats (time.perf_counter), after one untimed warm-up pass.",
         "",

@@ -7,6 +7,7 @@ from typing import Any
 
 from progress_sql.backends.base import Backend
 from progress_sql.errors import ConfigError
+from progress_sql.registry import lookup
 
 
 def _openai(options: Mapping[str, Any]) -> Backend:
@@ -46,7 +47,4 @@ BACKENDS: Mapping[str, Callable[[Mapping[str, Any]], Backend]] = {
 
 def make_backend(name: str, **options: Any) -> Backend:
     """Build the backend called ``name``; unknown names and missing options are ConfigErrors."""
-    factory = BACKENDS.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown backend {name!r}; choose one of {', '.join(sorted(BACKENDS))}")
-    return factory(options)
+    return lookup(BACKENDS, name, "backend")(options)

@@ -25,6 +25,7 @@ from progress_sql.execution.presets.bird import BirdPreset
 from progress_sql.execution.presets.spider import SpiderPreset
 from progress_sql.execution.presets.spider2 import Spider2Preset
 from progress_sql.execution.presets.strict import StrictPreset
+from progress_sql.registry import lookup
 
 PRESETS: dict[str, Callable[..., Preset]] = {
     "spider": SpiderPreset,
@@ -36,9 +37,7 @@ PRESETS: dict[str, Callable[..., Preset]] = {
 
 def get_preset(name: str, **options: Any) -> Preset:
     """The preset called ``name`` with ``options``; a clear ConfigError for unknown names or options."""
-    factory = PRESETS.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(sorted(PRESETS))}")
+    factory = lookup(PRESETS, name, "preset")
     try:
         return factory(**options)
     except TypeError as error:

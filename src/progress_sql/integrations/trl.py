@@ -21,6 +21,7 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv
 from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.registry import lookup
 from progress_sql.rewards.baselines import RewardContext
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.format import ConversationFormat
@@ -241,6 +242,4 @@ def trainer_preset(name: str, gradient_accumulation_steps: int = 1) -> TrainerPr
             "GSPO: sequence-level importance ratios (Zheng et al., 2025)",
         ),
     }  # fmt: skip
-    if name not in presets:
-        raise ConfigError(f"unknown trainer preset {name!r}; choose one of {', '.join(sorted(presets))}")
-    return presets[name]
+    return lookup(presets, name, "trainer preset")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from progress_sql.errors import ConfigError
+from progress_sql.registry import lookup
 from progress_sql.rewards import baselines
 from progress_sql.rewards.baselines import RewardContext
 from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward, reward_range
@@ -55,7 +55,4 @@ REWARDS: Mapping[str, RewardSpec] = {
 
 def get_reward(name: str) -> RewardSpec:
     """Look a reward up by name, with the list of known names in the error."""
-    try:
-        return REWARDS[name]
-    except KeyError:
-        raise ConfigError(f"unknown reward {name!r}; choose one of {', '.join(sorted(REWARDS))}") from None
+    return lookup(REWARDS, name, "reward")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from progress_sql.errors import ConfigError
+from progress_sql.registry import lookup
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +34,7 @@ MODEL_SIZES: Mapping[str, ModelSize] = {
 def build_model(tokenizer: Any, size: str = "tiny", seed: int = 0) -> Any:
     """A freshly initialized ``transformers.Qwen2ForCausalLM`` of ``size`` for ``tokenizer``:
     tied embeddings, pad / eos / bos ids from the tokenizer, weights drawn from ``seed``."""
-    shape = MODEL_SIZES.get(size)
-    if shape is None:
-        raise ConfigError(f"unknown model size {size!r}; choose one of {', '.join(MODEL_SIZES)}")
+    shape = lookup(MODEL_SIZES, size, "model size")
     import torch
     import transformers
 
