@@ -6,7 +6,7 @@ its examples are split by difficulty, and a version that changes whenever any of
 recorded in every result).
 
 >>> sorted(TASKS)
-['bird-dev', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn']
+['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-train', 'synsql']
 >>> TASKS["bird-dev"].preset, TASKS["spider-dev"].breakdown
 ('bird', 'hardness')
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn
+from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn, load_synsql
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
 
@@ -82,6 +82,25 @@ TASKS: dict[str, Task] = {
             "database",
             load_spider,
             "Spider-Realistic (508 questions without explicit column names), file beside Spider's dev.json",
+        ),
+        # Training splits (export and train): the paper's RL data mixes BIRD train, Spider train and SynSQL.
+        Task("spider-train", "train_spider.json", "database", load_spider, "Spider 1.0 train (7000 questions)"),
+        Task(
+            "bird-train",
+            "train.json",
+            "train_databases",
+            load_bird,
+            "BIRD train (9428 questions), the release's train/ folder",
+            preset="bird",
+            breakdown="difficulty",
+        ),
+        Task(
+            "synsql",
+            "data.json",
+            "databases",
+            load_synsql,
+            "SynSQL-2.5M (data.json, databases/); rows without their database export as unverified",
+            breakdown="difficulty",
         ),
     )
 }
