@@ -14,7 +14,7 @@ recorded in every result).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -109,16 +109,20 @@ TASKS: dict[str, Task] = {
 SPIDER_FORMAT = Task("spider-format", "", "database", load_spider, "a Spider-format questions file")
 
 
-def resolve_task(task: str, data_dir: str | Path | None) -> tuple[Task, list[Example]]:
+def resolve_task(task: str, data_dir: str | Path | None, *, questions: str | None = None) -> tuple[Task, list[Example]]:
     """The spec and the examples of a registered task, or of a Spider-format questions file.
 
     For a path, databases resolve under ``data_dir/database`` (or the file's own folder's
-    ``database/`` when ``data_dir`` is None).
+    ``database/`` when ``data_dir`` is None). ``questions`` replaces a registered task's questions
+    file (relative to ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file.
     """
     if task in TASKS:
+        spec = TASKS[task] if questions is None else replace(TASKS[task], questions=questions)
         if data_dir is None:
-            raise DatasetError(f"task {task} needs --data-dir (the folder holding {TASKS[task].questions})")
-        return TASKS[task], TASKS[task].load(data_dir)
+            raise DatasetError(f"task {task} needs --data-dir (the folder holding {spec.questions})")
+        return spec, spec.load(data_dir)
+    if questions is not None:
+        raise DatasetError(f"a questions file ({questions}) can only replace a registered task's, not {task!r}")
     path = Path(task)
     if not path.is_file():
         known = ", ".join(sorted(TASKS))
