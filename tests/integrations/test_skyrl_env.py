@@ -137,3 +137,18 @@ def test_the_prompt_is_the_environments_own(rows: list[dict[str, Any]]) -> None:
     env, prompt = make(rows[0])
     built, _ = env.init([])  # an empty prompt: the environment's opening messages
     assert json.dumps(built) == json.dumps(prompt)
+
+
+def test_registration_defaults_then_env_config_then_skyrl_turn_budget(rows: list[dict[str, Any]]) -> None:
+    with pytest.raises(ConfigError, match="unknown progress_sql env_config keys: timeout"):
+        register_env("progress_sql_defaults", timeout=1)
+    register_env("progress_sql_defaults", timeout_s=0.5, step_rewards=True, max_turns=6)
+    register_env("progress_sql_defaults", timeout_s=0.5, step_rewards=True, max_turns=6)  # same settings: no-op
+    with pytest.raises(ConfigError, match="already registered"):
+        register_env("progress_sql_defaults", timeout_s=2.0)
+    extras = {k: v for k, v in rows[0].items() if k not in ("prompt", "env_class")}
+    env = skyrl_gym.make("progress_sql_defaults", env_config={}, extras=extras)  # SkyRL passes {} by default
+    assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (0.5, True, 6)
+    env = skyrl_gym.make("progress_sql_defaults", env_config={"timeout_s": 3.0}, extras={**extras, "max_turns": 2})
+    assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (3.0, True, 2)
+    skyrl_gym.envs.registration.deregister("progress_sql_defaults")

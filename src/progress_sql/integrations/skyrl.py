@@ -10,10 +10,11 @@ per-step rewards add up to the trajectory reward (SkyRL puts each on the last to
 Rows come from ``progress-sql export --format skyrl``: SkyRL's ``PromptDataset`` passes every column
 but ``prompt`` and ``env_class`` to ``skyrl_gym.make(env_class, env_config=..., extras=row)``; the
 example is rebuilt from ``extras["extra_info"]`` and ``extras["reward_spec"]["ground_truth"]``.
-``env_config`` (SkyRL's ``environment.skyrl_gym.progress_sql`` section) sets the environment:
-``max_turns``, ``preset``, ``feedback``, ``schema_profile``, ``timeout_s``, ``max_rows``,
-``preview_rows``, ``reward``, ``step_rewards``. SkyRL's generator also writes its own turn budget
-into ``extras["max_turns"]``, which wins.
+Settings (``max_turns``, ``preset``, ``feedback``, ``schema_profile``, ``timeout_s``, ``max_rows``,
+``preview_rows``, ``reward``, ``step_rewards``) come from :func:`register_env`'s keyword arguments,
+then from the ``env_config`` SkyRL passes (``getattr(cfg.environment.skyrl_gym, env_class, {})``,
+empty unless the config has such a section); SkyRL's generator also writes its own turn budget into
+``extras["max_turns"]``, which wins.
 
 SQL runs in one isolated execution worker per thread that creates environments (SkyRL steps its
 environments in a thread pool), reused across episodes; gold results are cached per process.
@@ -66,14 +67,16 @@ def close_pools() -> None:
     _local.__dict__.pop("pool", None)
 
 
-def settings(env_config: Any, extras: Mapping[str, Any]) -> tuple[EnvConfig, bool]:
-    """The :class:`EnvConfig` and the ``step_rewards`` switch from SkyRL's env_config and extras."""
-    if env_config is None:
-        given: dict[str, Any] = {}
-    elif isinstance(env_config, Mapping):
-        given = dict(env_config.items())
-    else:
-        given = dict(vars(env_config))
+def settings(
+    env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> tuple[EnvConfig, bool]:
+    """The :class:`EnvConfig` and the ``step_rewards`` switch: ``defaults`` (given at registration),
+    then SkyRL's env_config, then the turn budget SkyRL puts in the extras."""
+    given: dict[str, Any] = dict(defaults or {})
+    if isinstance(env_config, Mapping):
+        given.update(env_config.items())
+    elif env_config is not None:
+        given.update(vars(env_config))
     unknown = set(given) - {*_ENV_FIELDS, "step_rewards"}
     if unknown:
         raise ConfigError(f"unknown progress_sql env_config keys: {', '.join(sorted(unknown))}")
@@ -115,10 +118,15 @@ def _metadata(info: TurnInfo) -> dict[str, Any]:
 class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
     """One refinement episode per instance (SkyRL makes one environment per trajectory)."""
 
-    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        env_config: Any = None,
+        extras: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         extras = extras or {}
-        self.config, self.step_rewards = settings(env_config, extras)
+        self.config, self.step_rewards = settings(env_config, extras, defaults)
         self.example = example_from_extras(extras)
         if not Path(self.example.db_path).is_file():
             raise DatasetError(
@@ -173,13 +181,15 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         }
 
 
-def register_env(env_id: str = SKYRL_ENV_CLASS) -> None:
+def register_env(env_id: str = SKYRL_ENV_CLASS, **defaults: Any) -> None:
     """Register :class:`ProgressSQLEnv` with skyrl-gym under ``env_id`` (the exported rows'
-    ``env_class``); registering the same id again is a no-op. The entry point is a module path, so
-    Ray workers import it by name."""
+    ``env_class``). ``defaults`` are environment settings (the ``env_config`` keys) that SkyRL's own
+    ``env_config`` may override. Registering the same id with the same settings again is a no-op.
+    The entry point is a module path, so Ray workers import it by name."""
+    settings({}, {}, defaults)  # unknown keys and bad values fail here, not in the first episode
     spec = skyrl_gym.registry.get(env_id)
     if spec is not None:
-        if spec.entry_point != ENTRY_POINT:
-            raise ConfigError(f"skyrl-gym id {env_id!r} is already registered to {spec.entry_point}")
+        if spec.entry_point != ENTRY_POINT or dict(spec.kwargs.get("defaults", {})) != defaults:
+            raise ConfigError(f"skyrl-gym id {env_id!r} is already registered ({spec.entry_point}, {spec.kwargs})")
         return
-    skyrl_gym.register(id=env_id, entry_point=ENTRY_POINT)
+    skyrl_gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"defaults": defaults})
