@@ -58,8 +58,9 @@ def test_verl_file_and_manifest(data: Path, tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "verl" / "train.manifest.json").read_text())
     assert manifest == json.loads(result.stdout)
     assert manifest["rows"] == 7
-    assert manifest["per_source"] == {str(data / "questions.json"): 7}
-    assert manifest["unverified"] == {str(data / "questions.json"): 1}
+    assert manifest["per_source"] == {"questions": 7}
+    assert manifest["unverified"] == {"questions": 1}
+    assert {r["data_source"] for r in rows} == {"questions"}
     assert (manifest["format"], manifest["filter"], manifest["dropped"], manifest["dropped_file"]) == (
         "verl", "none", 0, None
     )  # fmt: skip

@@ -68,7 +68,7 @@ def _collect(
 
     assert task is not None
     spec_task, examples = resolve_task(task, data_dir, questions=questions)
-    name = task if spec_task.name == "spider-format" else spec_task.name
+    name = Path(task).stem if spec_task.name == "spider-format" else spec_task.name  # as in a mixture spec
     origin = {"task": task, "data_dir": str(data_dir) if data_dir else None, "questions": questions}
     return [(name, example) for example in examples], origin
 
