@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from progress_sql.data.loaders import load_bird, load_spider
+from progress_sql.data.loaders import load_bird, load_spider, load_synsql
 from progress_sql.data.tasks import TASKS, load_task
 from progress_sql.errors import DatasetError
 
@@ -65,3 +65,23 @@ def test_registered_tasks_load_the_real_files(shared_data: Path) -> None:
     assert len(bird) == 1534
     assert sum(Path(e.db_path).is_file() for e in spider) == 972  # wta_1 is absent
     assert {e.difficulty for e in bird} == {"simple", "moderate", "challenging"}
+
+
+def test_synsql_rows_from_json_lines(tmp_path: Path) -> None:
+    row = {"db_id": "s", "question": "Q", "external_knowledge": "K", "sql": "SELECT 3", "sql_complexity": "Simple"}
+    questions = tmp_path / "data.jsonl"
+    questions.write_text(json.dumps(row) + "\n\n" + json.dumps({**row, "question": "R"}) + "\n")
+    first, second = load_synsql(questions, tmp_path / "databases")
+    assert (first.question, first.evidence, first.gold_sql, first.difficulty) == ("Q", "K", "SELECT 3", "Simple")
+    assert (second.index, second.question) == (1, "R")
+    assert first.db_path == str(tmp_path / "databases" / "s" / "s.sqlite")
+    (tmp_path / "data.json").write_text(json.dumps([row]))
+    assert load_task("synsql", tmp_path)[0].gold_sql == "SELECT 3"
+
+
+@pytest.mark.shared_data
+def test_synsql_sample(shared_data: Path) -> None:
+    examples = load_synsql(shared_data / "synsql-sample" / "synsql_1000.jsonl", shared_data / "synsql-sample")
+    assert len(examples) == 1000
+    assert all(e.gold_sql and e.question and e.difficulty for e in examples)
+    assert not any(Path(e.db_path).is_file() for e in examples)  # the sample ships without databases

@@ -25,6 +25,9 @@ def test_every_task_names_its_preset_breakdown_and_version() -> None:
         "spider-dk": ("spider", "hardness"),
         "spider-syn": ("spider", "hardness"),
         "spider-realistic": ("spider", "hardness"),
+        "spider-train": ("spider", "hardness"),
+        "bird-train": ("bird", "difficulty"),
+        "synsql": ("spider", "difficulty"),
     }
     assert all(t.version for t in TASKS.values())
 

@@ -12,7 +12,9 @@ import typer
 
 from progress_sql import __version__
 
-COMMAND_MODULES: tuple[str, ...] = ("compare-runs", "demo", "diagnose", "eval", "reward-bound", "rollout", "train")
+COMMAND_MODULES: tuple[str, ...] = (
+    "compare-runs", "demo", "diagnose", "eval", "export", "reward-bound", "rollout", "train",
+)  # fmt: skip
 
 app = typer.Typer(
     name="progress-sql",

@@ -4,7 +4,9 @@ Spider: a JSON list of ``{db_id, question, query, ...}``; databases at
 ``<db_root>/<db_id>/<db_id>.sqlite``. BIRD: a JSON list of ``{question_id, db_id, question, evidence,
 SQL, difficulty}``; same database layout under ``dev_databases/``. Spider-Syn: rows
 ``{db_id, SpiderQuestion, SpiderSynQuestion, query}`` over Spider's databases; the question asked is
-the synonym-substituted ``SpiderSynQuestion``. A missing database file is not an
+the synonym-substituted ``SpiderSynQuestion``. SynSQL-2.5M: ``{db_id, question, external_knowledge, sql,
+sql_complexity, ...}`` as a JSON list (the release's ``data.json``) or JSON Lines; databases under
+``databases/``. A questions file may be a JSON list or JSON Lines. A missing database file is not an
 error here: the example keeps its path and callers decide (evaluation reports it as skipped).
 """
 
@@ -26,7 +28,12 @@ def database_path(db_root: str | Path, db_id: str) -> Path:
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = (
+            [json.loads(line) for line in text.splitlines() if line.strip()]
+            if path.suffix == ".jsonl"
+            else json.loads(text)
+        )
     except FileNotFoundError:
         raise DatasetError(f"questions file not found: {path}") from None
     except (OSError, ValueError) as error:
@@ -46,11 +53,13 @@ def _field(item: dict[str, Any], names: tuple[str, ...], path: Path, index: int)
 
 @dataclass(frozen=True, slots=True)
 class _Fields:
-    """Which JSON fields of a questions file hold the question, the gold SQL and the difficulty."""
+    """Which JSON fields of a questions file hold the question, the gold SQL, the evidence and the
+    difficulty."""
 
     question: tuple[str, ...] = ("question",)
     gold: tuple[str, ...] = ("query", "SQL", "sql")
     difficulty: tuple[str, ...] = ("hardness", "difficulty")
+    evidence: tuple[str, ...] = ("evidence",)
 
 
 def _load(questions: str | Path, db_root: str | Path, fields: _Fields) -> list[Example]:
@@ -66,7 +75,7 @@ def _load(questions: str | Path, db_root: str | Path, fields: _Fields) -> list[E
                 db_id=db_id,
                 db_path=str(database_path(db_root, db_id)),
                 gold_sql=_field(item, fields.gold, path, index),
-                evidence=str(item.get("evidence") or ""),
+                evidence=next((item[k] for k in fields.evidence if isinstance(item.get(k), str)), ""),
                 difficulty=difficulty,
             )
         )
@@ -86,3 +95,10 @@ def load_bird(questions: str | Path, db_root: str | Path) -> list[Example]:
 def load_spider_syn(questions: str | Path, db_root: str | Path) -> list[Example]:
     """Examples from a Spider-Syn file: the ``SpiderSynQuestion`` is the question, the gold ``query``."""
     return _load(questions, db_root, _Fields(question=("SpiderSynQuestion",), gold=("query",), difficulty=()))
+
+
+def load_synsql(questions: str | Path, db_root: str | Path) -> list[Example]:
+    """Examples from SynSQL-2.5M (``sql``; ``external_knowledge`` is the evidence, ``sql_complexity``
+    the difficulty)."""
+    fields = _Fields(gold=("sql", "SQL"), difficulty=("sql_complexity",), evidence=("external_knowledge", "evidence"))
+    return _load(questions, db_root, fields)

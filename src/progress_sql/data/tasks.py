@@ -6,7 +6,7 @@ its examples are split by difficulty, and a version that changes whenever any of
 recorded in every result).
 
 >>> sorted(TASKS)
-['bird-dev', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn']
+['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-train', 'synsql']
 >>> TASKS["bird-dev"].preset, TASKS["spider-dev"].breakdown
 ('bird', 'hardness')
 """
@@ -14,11 +14,11 @@ recorded in every result).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn
+from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn, load_synsql
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
 
@@ -83,6 +83,25 @@ TASKS: dict[str, Task] = {
             load_spider,
             "Spider-Realistic (508 questions without explicit column names), file beside Spider's dev.json",
         ),
+        # Training splits (export and train): the paper's RL data mixes BIRD train, Spider train and SynSQL.
+        Task("spider-train", "train_spider.json", "database", load_spider, "Spider 1.0 train (7000 questions)"),
+        Task(
+            "bird-train",
+            "train.json",
+            "train_databases",
+            load_bird,
+            "BIRD train (9428 questions), the release's train/ folder",
+            preset="bird",
+            breakdown="difficulty",
+        ),
+        Task(
+            "synsql",
+            "data.json",
+            "databases",
+            load_synsql,
+            "SynSQL-2.5M (data.json, databases/); rows without their database export as unverified",
+            breakdown="difficulty",
+        ),
     )
 }
 
@@ -90,16 +109,20 @@ TASKS: dict[str, Task] = {
 SPIDER_FORMAT = Task("spider-format", "", "database", load_spider, "a Spider-format questions file")
 
 
-def resolve_task(task: str, data_dir: str | Path | None) -> tuple[Task, list[Example]]:
+def resolve_task(task: str, data_dir: str | Path | None, *, questions: str | None = None) -> tuple[Task, list[Example]]:
     """The spec and the examples of a registered task, or of a Spider-format questions file.
 
     For a path, databases resolve under ``data_dir/database`` (or the file's own folder's
-    ``database/`` when ``data_dir`` is None).
+    ``database/`` when ``data_dir`` is None). ``questions`` replaces a registered task's questions
+    file (relative to ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file.
     """
     if task in TASKS:
+        spec = TASKS[task] if questions is None else replace(TASKS[task], questions=questions)
         if data_dir is None:
-            raise DatasetError(f"task {task} needs --data-dir (the folder holding {TASKS[task].questions})")
-        return TASKS[task], TASKS[task].load(data_dir)
+            raise DatasetError(f"task {task} needs --data-dir (the folder holding {spec.questions})")
+        return spec, spec.load(data_dir)
+    if questions is not None:
+        raise DatasetError(f"a questions file ({questions}) can only replace a registered task's, not {task!r}")
     path = Path(task)
     if not path.is_file():
         known = ", ".join(sorted(TASKS))

@@ -1,0 +1,99 @@
+"""From examples to a training file: opening messages, rows, the file, its manifest.
+
+The opening messages are the environment's own (:func:`progress_sql.prompts.initial_messages` over
+:func:`progress_sql.data.ddl.db_details`, as ``SQLRefineEnv.reset`` builds them), so a trainer
+starts every episode from the prompt the environment would give. An example whose database file is
+absent passes through with the question alone (no schema can be read) and ``verified = False``.
+Database paths are written absolute.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
+from progress_sql.errors import ConfigError
+from progress_sql.export.formats import ExportFormat, ExportItem, build_rows, write_rows
+from progress_sql.odt import OdtConfig
+from progress_sql.prompts import initial_messages
+from progress_sql.types import Example
+
+#: Version of the exported row shapes; recorded in every manifest.
+EXPORT_VERSION = "1"
+
+
+def export_items(
+    drawn: Sequence[tuple[str, Example]],
+    *,
+    schema_profile: SchemaProfile = "full",
+    db_engine: str = OdtConfig().db_engine,
+    on_item: Callable[[], None] | None = None,
+) -> list[ExportItem]:
+    """``(source name, example)`` pairs -> items with their opening messages (schema read once per
+    database)."""
+    if schema_profile not in SCHEMA_PROFILES:
+        raise ConfigError(f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
+    details: dict[str, str] = {}
+    items = []
+    for source, example in drawn:
+        example = replace(example, db_path=str(Path(example.db_path).absolute()))  # trainers run elsewhere
+        verified = Path(example.db_path).is_file()
+        if verified and example.db_path not in details:
+            details[example.db_path] = db_details(example.db_path, schema_profile)
+        schema = details[example.db_path] if verified else ""
+        messages = initial_messages(schema, example.question, example.evidence, db_engine=db_engine)
+        items.append(ExportItem(example, source, tuple(messages), verified))
+        if on_item is not None:
+            on_item()
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """What one export wrote: rows per source, verified and unverified, what the filter dropped."""
+
+    format: str
+    path: str
+    rows: int
+    per_source: dict[str, int]
+    unverified: dict[str, int]
+    filter: str
+    dropped: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def manifest_path(out: Path) -> Path:
+    """``train.parquet`` -> ``train.manifest.json`` beside it."""
+    return out.with_name(f"{out.stem}.manifest.json")
+
+
+def dropped_path(out: Path) -> Path:
+    """``train.parquet`` -> ``train.dropped.jsonl`` beside it (the filter's dropped examples)."""
+    return out.with_name(f"{out.stem}.dropped.jsonl")
+
+
+def write_export(
+    items: Sequence[ExportItem],
+    fmt: ExportFormat,
+    out: Path,
+    *,
+    filter_name: str = "none",
+    dropped: int = 0,
+    settings: dict[str, Any] | None = None,
+) -> ExportSummary:
+    """Write the rows of ``items`` to ``out`` in ``fmt``; return the summary the manifest records."""
+    write_rows(build_rows(items, fmt), out)
+    return ExportSummary(
+        format=fmt.name,
+        path=str(out),
+        rows=len(items),
+        per_source=dict(Counter(item.source for item in items)),
+        unverified=dict(Counter(item.source for item in items if not item.verified)),
+        filter=filter_name,
+        dropped=dropped,
+        settings=dict(settings or {}),
+    )

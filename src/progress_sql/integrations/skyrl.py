@@ -1,0 +1,195 @@
+"""SkyRL integration: the refinement environment as a skyrl-gym ``BaseTextEnv`` (extra ``[skyrl]``).
+
+:class:`ProgressSQLEnv` drives :class:`~progress_sql.env.core.SQLRefineEnv`: each ``step`` takes one
+model turn, executes its SQL, ends the episode (``done``) on a result match or when the turn budget
+is spent, and otherwise returns the ODT feedback as a user message. The trajectory's reward (the
+progressive reward by default) comes at the end. With ``step_rewards`` each step instead gets the
+change of the reward of the trajectory so far, R(y_1..y_t) - R(y_1..y_t-1) with R() = 0, so the
+per-step rewards add up to the trajectory reward (SkyRL puts each on the last token of its turn).
+
+Rows come from ``progress-sql export --format skyrl``: SkyRL's ``PromptDataset`` passes every column
+but ``prompt`` and ``env_class`` to ``skyrl_gym.make(env_class, env_config=..., extras=row)``; the
+example is rebuilt from ``extras["extra_info"]`` and ``extras["reward_spec"]["ground_truth"]``.
+Settings (``max_turns``, ``preset``, ``feedback``, ``schema_profile``, ``timeout_s``, ``max_rows``,
+``preview_rows``, ``reward``, ``step_rewards``) come from :func:`register_env`'s keyword arguments,
+then from the ``env_config`` SkyRL passes (``getattr(cfg.environment.skyrl_gym, env_class, {})``,
+empty unless the config has such a section); SkyRL's generator also writes its own turn budget into
+``extras["max_turns"]``, which wins.
+
+SQL runs in one isolated execution worker per thread that creates environments (SkyRL steps its
+environments in a thread pool), reused across episodes; gold results are cached per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import skyrl_gym
+from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
+from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.export.formats import SKYRL_ENV_CLASS
+from progress_sql.rewards.baselines import RewardContext
+from progress_sql.rewards.registry import get_reward
+from progress_sql.types import Example
+
+ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
+_ENV_FIELDS = ("max_turns", "preset", "feedback", "schema_profile", "timeout_s", "max_rows", "preview_rows", "reward")
+
+_local = threading.local()
+_pools: list[ExecutionPool] = []
+_pools_lock = threading.Lock()
+_cache = GoldCache()
+
+
+def _thread_pool() -> ExecutionPool:
+    pool: ExecutionPool | None = getattr(_local, "pool", None)
+    if pool is None:
+        pool = _local.pool = ExecutionPool(workers=1)
+        with _pools_lock:
+            _pools.append(pool)
+    return pool
+
+
+def close_pools() -> None:
+    """Stop every execution worker the environments of this process started."""
+    with _pools_lock:
+        for pool in _pools:
+            pool.close()
+        _pools.clear()
+    _local.__dict__.pop("pool", None)
+
+
+def settings(
+    env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> tuple[EnvConfig, bool]:
+    """The :class:`EnvConfig` and the ``step_rewards`` switch: ``defaults`` (given at registration),
+    then SkyRL's env_config, then the turn budget SkyRL puts in the extras."""
+    given: dict[str, Any] = dict(defaults or {})
+    if isinstance(env_config, Mapping):
+        given.update(env_config.items())
+    elif env_config is not None:
+        given.update(vars(env_config))
+    unknown = set(given) - {*_ENV_FIELDS, "step_rewards"}
+    if unknown:
+        raise ConfigError(f"unknown progress_sql env_config keys: {', '.join(sorted(unknown))}")
+    step_rewards = bool(given.pop("step_rewards", False))
+    if extras.get("max_turns") is not None:
+        given["max_turns"] = int(extras["max_turns"])
+    return EnvConfig(**given), step_rewards
+
+
+def example_from_extras(extras: Mapping[str, Any]) -> Example:
+    """The example an exported SkyRL row describes."""
+    info, spec = extras.get("extra_info"), extras.get("reward_spec")
+    if not isinstance(info, Mapping) or not isinstance(spec, Mapping) or not isinstance(spec.get("ground_truth"), str):
+        raise DatasetError("a progress_sql row needs extra_info and reward_spec.ground_truth (progress-sql export)")
+    try:
+        return Example(
+            index=int(info.get("source_index", info.get("index", 0))),
+            question=str(info["question"]),
+            db_id=str(info["db_id"]),
+            db_path=str(info["db_path"]),
+            gold_sql=spec["ground_truth"],
+            evidence=str(info.get("evidence") or ""),
+            difficulty=str(info["difficulty"]) if info.get("difficulty") else None,
+        )
+    except KeyError as missing:
+        raise DatasetError(f"a progress_sql row's extra_info has no {missing}") from None
+
+
+def _metadata(info: TurnInfo) -> dict[str, Any]:
+    data = asdict(info)
+    breakdown = data.pop("reward")
+    data["tags"] = list(info.tags)
+    if breakdown is not None:
+        data["reward_total"] = breakdown["total"]
+        data["reward_components"] = dict(breakdown["components"])
+    return data
+
+
+class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
+    """One refinement episode per instance (SkyRL makes one environment per trajectory)."""
+
+    def __init__(
+        self,
+        env_config: Any = None,
+        extras: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        extras = extras or {}
+        self.config, self.step_rewards = settings(env_config, extras, defaults)
+        self.example = example_from_extras(extras)
+        if not Path(self.example.db_path).is_file():
+            raise DatasetError(
+                f"database not found: {self.example.db_path} (the row is unverified: put the database there "
+                "or export without it)"
+            )
+        self.max_turns = self.config.max_turns
+        self.env = SQLRefineEnv(self.config, pool=_thread_pool(), cache=_cache)
+        self._reward_so_far = 0.0
+        self._last: TurnInfo | None = None
+
+    def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Prepare the gold (raises GoldQueryError when it cannot be used); the exported prompt is
+        the environment's own, so it is returned as given (or built when empty)."""
+        messages = self.env.reset(self.example)
+        self.turns = 0
+        self._reward_so_far = 0.0
+        opening = list(prompt) if prompt else [{"role": m["role"], "content": m["content"]} for m in messages]
+        return opening, {"db_id": self.example.db_id, "max_turns": self.max_turns}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        self.turns += 1
+        result = self.env.step(action)
+        self._last = result.info
+        done = result.terminated or result.truncated
+        if self.step_rewards:
+            total = result.reward if done else self._prefix_reward()
+            reward, self._reward_so_far = total - self._reward_so_far, total
+        else:
+            reward = result.reward
+        observations = [] if result.observation is None else [dict(result.observation)]
+        return BaseTextEnvStepOutput(
+            observations=observations,
+            reward=float(reward),
+            done=done,
+            metadata=_metadata(result.info),
+            postprocessed_action=None,
+        )
+
+    def _prefix_reward(self) -> float:
+        context = RewardContext(self.example.gold_sql, progressive=self.config.progressive)
+        return float(get_reward(self.config.reward).fn(self.env.trajectory, context).total)
+
+    def get_metrics(self) -> dict[str, Any]:
+        trajectory = self.env.trajectory
+        last = self._last
+        return {
+            "turns": len(trajectory.turns),
+            "match": bool(last is not None and last.match),
+            "k_star": trajectory.k_star or 0,
+            "reward": last.reward.total if last is not None and last.reward is not None else 0.0,
+        }
+
+
+def register_env(env_id: str = SKYRL_ENV_CLASS, **defaults: Any) -> None:
+    """Register :class:`ProgressSQLEnv` with skyrl-gym under ``env_id`` (the exported rows'
+    ``env_class``). ``defaults`` are environment settings (the ``env_config`` keys) that SkyRL's own
+    ``env_config`` may override. Registering the same id with the same settings again is a no-op.
+    The entry point is a module path, so Ray workers import it by name."""
+    settings({}, {}, defaults)  # unknown keys and bad values fail here, not in the first episode
+    spec = skyrl_gym.registry.get(env_id)
+    if spec is not None:
+        if spec.entry_point != ENTRY_POINT or dict(spec.kwargs.get("defaults", {})) != defaults:
+            raise ConfigError(f"skyrl-gym id {env_id!r} is already registered ({spec.entry_point}, {spec.kwargs})")
+        return
+    skyrl_gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"defaults": defaults})

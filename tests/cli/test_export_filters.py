@@ -1,0 +1,76 @@
+"""`progress-sql export --filter`: the gold-audit data filters (progress_sql.audit.filters, the
+implementation `train` uses) wired into export.
+
+MERGE NOTE: the filter tests below need ``progress_sql.audit.filters`` from the gold-audit branch;
+until that branch is merged they are skipped with that reason, and from the merge on they run. The
+first test runs everywhere: ``--filter none`` never needs the audit module.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from progress_sql.cli import app
+from tests.conftest import build_database
+
+runner = CliRunner()
+BROKEN_GOLD = "SELECT name FROM no_such_table"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """Music questions, one whose gold fails, one on an absent database."""
+    build_database("music.sql", tmp_path / "database")
+    questions = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "music_questions.json").read_text())
+    questions.append({"db_id": "music", "question": "Broken gold?", "query": BROKEN_GOLD})
+    questions.append({"db_id": "absent", "question": "Unverifiable?", "query": "SELECT 1"})
+    (tmp_path / "questions.json").write_text(json.dumps(questions))
+    return tmp_path
+
+
+def export(data: Path, out: Path, *extra: str) -> Any:
+    return runner.invoke(
+        app,
+        ["export", "--format", "trl", "--task", str(data / "questions.json"), "--data-dir", str(data),
+         "--out", str(out), "--workers", "1", *extra],
+    )  # fmt: skip
+
+
+def test_filter_none_needs_no_audit_module(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "progress_sql.audit.filters", None)  # as if it were not installed
+    result = export(data, tmp_path / "all.jsonl")
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 8
+    result = export(data, tmp_path / "strict.jsonl", "--filter", "strict")
+    assert result.exit_code == 2
+    assert "needs progress_sql.audit.filters" in result.stderr
+
+
+def test_rl_default_drops_a_failing_gold_and_writes_it_beside_the_output(data: Path, tmp_path: Path) -> None:
+    pytest.importorskip("progress_sql.audit.filters", reason="MERGE NOTE: needs the gold-audit branch")
+    out = tmp_path / "kept.jsonl"
+    result = export(data, out, "--filter", "rl-default", "--timeout", "5")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    manifest = json.loads((tmp_path / "kept.manifest.json").read_text())
+    dropped = (tmp_path / "kept.dropped.jsonl").read_text().splitlines()
+    assert manifest["filter"] == "rl-default"
+    assert manifest["dropped"] == len(dropped) >= 1
+    assert manifest["dropped_file"] == str(tmp_path / "kept.dropped.jsonl")
+    assert manifest["rows"] == len(rows) == 8 - len(dropped)
+    assert BROKEN_GOLD not in {r["gold_sql"] for r in rows}
+    assert any("no_such_table" in line for line in dropped)
+    assert [r["verified"] for r in rows if r["db_id"] == "absent"] == [False]  # unverifiable rows pass through
+
+
+def test_unknown_filter_lists_the_filter_sets(data: Path, tmp_path: Path) -> None:
+    filters = pytest.importorskip("progress_sql.audit.filters", reason="MERGE NOTE: needs the gold-audit branch")
+    result = export(data, tmp_path / "x.jsonl", "--filter", "loose")
+    assert result.exit_code == 2
+    assert all(name in result.stderr for name in filters.FILTER_SETS)

@@ -1,0 +1,102 @@
+"""An exported TRL file through TRL's own dataset handling: ``datasets.load_dataset("json")``, TRL's
+conversational checks and chat templating, then one real GRPO step whose reward function receives
+the exported columns."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from progress_sql.cli import app
+from tests.conftest import build_database
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture
+def chat_tokenizer(tiny_tokenizer: Any) -> Any:
+    """A copy of the session's tiny tokenizer with a ChatML template (the session's stays without)."""
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.chat_template = CHATML
+    return tokenizer
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("trl_export")
+    build_database("music.sql", folder / "database")
+    questions = Path(__file__).resolve().parents[1] / "fixtures" / "music_questions.json"
+    (folder / "questions.json").write_text(questions.read_text(encoding="utf-8"), encoding="utf-8")
+    out = folder / "train.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["export", "--format", "trl", "--task", str(folder / "questions.json"), "--data-dir", str(folder),
+         "--out", str(out), "--schema-profile", "compact"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_rows_are_conversational_for_trl(exported: Path, chat_tokenizer: Any) -> None:
+    from datasets import load_dataset
+    from trl.data_utils import is_conversational, maybe_apply_chat_template
+
+    dataset = load_dataset("json", data_files=str(exported))["train"]
+    assert len(dataset) == 6
+    assert {"prompt", "gold_sql", "db_id", "db_path", "question", "verified"} <= set(dataset.column_names)
+    row = dataset[1]
+    assert is_conversational(row)
+    text = maybe_apply_chat_template({"prompt": row["prompt"]}, chat_tokenizer)["prompt"]
+    assert text.startswith("<|im_start|>system\n")
+    assert text.endswith("<|im_start|>assistant\n")
+    assert row["question"] in text
+    assert "singer" in text  # the compact schema is in the prompt
+
+
+def test_one_grpo_step_reads_the_exported_columns(exported: Path, chat_tokenizer: Any, tmp_path: Path) -> None:
+    import torch
+    import transformers
+    from datasets import load_dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.manual_seed(0)
+    model = transformers.Qwen2ForCausalLM(
+        transformers.Qwen2Config(
+            vocab_size=len(chat_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192, tie_word_embeddings=True,
+            pad_token_id=chat_tokenizer.pad_token_id, eos_token_id=chat_tokenizer.eos_token_id,
+        )
+    )  # fmt: skip
+    seen: list[dict[str, Any]] = []
+
+    def exported_columns(
+        prompts: Any, completions: Any, gold_sql: list[str], db_path: list[str], **_: Any
+    ) -> list[float]:
+        seen.append({"prompts": prompts, "gold_sql": gold_sql, "db_path": db_path})
+        return [float(len(sql) % 3) for sql in gold_sql]
+
+    dataset = load_dataset("json", data_files=str(exported))["train"].select(range(2))
+    args = GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=2, num_generations=2, max_steps=1,
+        max_completion_length=4, report_to="none", save_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
+        seed=0,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=exported_columns, args=args, train_dataset=dataset, processing_class=chat_tokenizer
+    )
+    trainer.train()
+    assert trainer.state.global_step == 1
+    golds = {row["gold_sql"] for row in dataset}
+    assert seen
+    assert set(seen[0]["gold_sql"]) <= golds
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in seen[0]["db_path"])
+    assert seen[0]["prompts"][0][0]["role"] == "system"  # conversational prompts reach the reward function

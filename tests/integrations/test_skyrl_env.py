@@ -1,0 +1,154 @@
+"""The SkyRL environment through skyrl-gym itself: exported rows loaded as SkyRL's PromptDataset
+reads them, ``skyrl_gym.make`` with those extras, then steps on a real database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym", reason="the SkyRL tests need the [skyrl] extra")
+datasets = pytest.importorskip("datasets", reason="loading exported parquet needs datasets")
+
+from progress_sql.errors import ConfigError, DatasetError  # noqa: E402
+from progress_sql.export.build import export_items, write_export  # noqa: E402
+from progress_sql.export.formats import SKYRL_ENV_CLASS, get_format  # noqa: E402
+from progress_sql.integrations.skyrl import close_pools, register_env  # noqa: E402
+from progress_sql.types import Example  # noqa: E402
+from tests.conftest import build_database  # noqa: E402
+
+GOLD = 'SELECT name FROM singer WHERE country = "France" AND age > 40'
+WRONG = "<think>all singers</think><sql>SELECT name FROM singer</sql>"
+RIGHT = f"<think>filter</think><sql>{GOLD}</sql>"
+ENDLESS = (
+    "<think>count forever</think>"
+    "<sql>WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c</sql>"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers() -> Iterator[None]:
+    yield
+    close_pools()
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Two exported SkyRL rows (music with its database, one whose database is absent), read back
+    the way SkyRL's PromptDataset reads a parquet file."""
+    folder = tmp_path_factory.mktemp("skyrl")
+    db = build_database("music.sql", folder / "database")
+    examples = [
+        Example(1, "Names of singers from France older than 40?", "music", str(db), GOLD),
+        Example(0, "How many?", "gone", str(folder / "database" / "gone" / "gone.sqlite"), "SELECT 1"),
+    ]
+    out = folder / "train.parquet"
+    write_export(export_items([("spider-train", e) for e in examples]), get_format("skyrl"), out)
+    return [dict(row) for row in datasets.load_dataset("parquet", data_files=str(out))["train"]]
+
+
+def make(row: dict[str, Any], max_turns: int = 3, **env_config: Any) -> tuple[Any, list[dict[str, str]]]:
+    """What SkyRL's generator does with a dataset row: prompt and env_class out, the rest are extras,
+    plus its own turn budget; then skyrl_gym.make(env_class, env_config=..., extras=...)."""
+    extras = dict(row)
+    prompt, env_class = extras.pop("prompt"), extras.pop("env_class")
+    extras["max_turns"] = max_turns
+    register_env()
+    return skyrl_gym.make(env_class, env_config=env_config, extras=extras), prompt
+
+
+def test_registered_made_and_stepped_mismatch_then_match(rows: list[dict[str, Any]]) -> None:
+    row = rows[0]
+    assert row["env_class"] == SKYRL_ENV_CLASS
+    assert row["extra_info"]["verified"] is True
+    env, prompt = make(row)
+    assert env.spec.id == SKYRL_ENV_CLASS
+    assert env.max_turns == 3
+    opening, meta = env.init(prompt)
+    assert opening == prompt
+    assert [m["role"] for m in opening] == ["system", "user"]
+    assert "CREATE TABLE singer" in opening[1]["content"]
+    assert meta == {"db_id": "music", "max_turns": 3}
+
+    first = env.step(WRONG)
+    assert first["done"] is False
+    assert first["reward"] == 0.0
+    assert [m["role"] for m in first["observations"]] == ["user"]
+    assert first["observations"][0]["content"].startswith("Feedback:")
+    assert "WHERE" in first["observations"][0]["content"]  # the ODT names the missing filter
+    assert (first["metadata"]["match"], first["metadata"]["exec_status"]) == (False, "ok")
+
+    second = env.step(RIGHT)
+    assert second["done"] is True
+    assert second["observations"] == []
+    assert second["metadata"]["match"] is True
+    assert second["reward"] == pytest.approx(second["metadata"]["reward_total"])
+    assert second["reward"] > 0
+    assert set(second["metadata"]["reward_components"]) >= {"align", "exec"}
+    assert env.get_metrics() == {"turns": 2, "match": True, "k_star": 2, "reward": second["reward"]}
+
+
+def test_unbounded_recursive_cte_times_out_as_data(rows: list[dict[str, Any]]) -> None:
+    env, prompt = make(rows[0], max_turns=2, timeout_s=0.5)
+    env.init(prompt)
+    first = env.step(ENDLESS)
+    assert first["done"] is False
+    assert first["metadata"]["exec_status"] == "timeout"
+    assert first["observations"][0]["role"] == "user"
+    last = env.step(ENDLESS)  # the turn budget ends the episode without a match
+    assert last["done"] is True
+    assert last["metadata"]["exec_status"] == "timeout"
+    assert last["metadata"]["match"] is False
+    assert last["reward"] == last["metadata"]["reward_total"]
+
+
+def test_step_rewards_add_up_to_the_trajectory_reward(rows: list[dict[str, Any]]) -> None:
+    actions = ["<think>x</think><sql>SELECT nope FROM singer</sql>", WRONG, RIGHT]  # error, mismatch, match
+    final, _ = make(rows[0])
+    final.init([])
+    totals = [final.step(a) for a in actions]
+    stepped, _ = make(rows[0], step_rewards=True)
+    stepped.init([])
+    per_step = [stepped.step(a)["reward"] for a in actions]
+    assert [o["reward"] for o in totals[:2]] == [0.0, 0.0]
+    assert sum(per_step) == pytest.approx(totals[-1]["reward"])
+    assert any(r != 0.0 for r in per_step[:2])  # the alignment gained on turn 2 shows before the end
+
+
+def test_bad_rows_and_settings_say_what_to_fix(rows: list[dict[str, Any]]) -> None:
+    assert rows[1]["extra_info"]["verified"] is False
+    with pytest.raises(DatasetError, match="database not found"):
+        make(rows[1])
+    with pytest.raises(ConfigError, match="unknown progress_sql env_config keys: turns"):
+        make(rows[0], turns=2)
+    broken = {k: v for k, v in rows[0].items() if k != "reward_spec"}
+    with pytest.raises(DatasetError, match=r"reward_spec\.ground_truth"):
+        make(broken)
+    register_env()  # registering again is a no-op
+    skyrl_gym.register(id="progress_sql_other", entry_point="skyrl_gym.envs.sql.env:SQLEnv")
+    with pytest.raises(ConfigError, match="already registered"):
+        register_env("progress_sql_other")
+    skyrl_gym.envs.registration.deregister("progress_sql_other")
+
+
+def test_the_prompt_is_the_environments_own(rows: list[dict[str, Any]]) -> None:
+    env, prompt = make(rows[0])
+    built, _ = env.init([])  # an empty prompt: the environment's opening messages
+    assert json.dumps(built) == json.dumps(prompt)
+
+
+def test_registration_defaults_then_env_config_then_skyrl_turn_budget(rows: list[dict[str, Any]]) -> None:
+    with pytest.raises(ConfigError, match="unknown progress_sql env_config keys: timeout"):
+        register_env("progress_sql_defaults", timeout=1)
+    register_env("progress_sql_defaults", timeout_s=0.5, step_rewards=True, max_turns=6)
+    register_env("progress_sql_defaults", timeout_s=0.5, step_rewards=True, max_turns=6)  # same settings: no-op
+    with pytest.raises(ConfigError, match="already registered"):
+        register_env("progress_sql_defaults", timeout_s=2.0)
+    extras = {k: v for k, v in rows[0].items() if k not in ("prompt", "env_class")}
+    env = skyrl_gym.make("progress_sql_defaults", env_config={}, extras=extras)  # SkyRL passes {} by default
+    assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (0.5, True, 6)
+    env = skyrl_gym.make("progress_sql_defaults", env_config={"timeout_s": 3.0}, extras={**extras, "max_turns": 2})
+    assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (3.0, True, 2)
+    skyrl_gym.envs.registration.deregister("progress_sql_defaults")
