@@ -49,6 +49,7 @@ def verl_row(example: Example, messages: Sequence[Message], *, data_source: str,
             "db_path": example.db_path,
             "question": example.question,
             "evidence": example.evidence,
+            "difficulty": example.difficulty or "",
         },
     }
 
@@ -66,4 +67,5 @@ def example_from_row(extra_info: Mapping[str, Any], reward_model: Mapping[str, A
         db_path=str(extra_info["db_path"]),
         gold_sql=str(reward_model["ground_truth"]),
         evidence=str(extra_info.get("evidence") or ""),
+        difficulty=str(extra_info.get("difficulty") or "") or None,
     )
