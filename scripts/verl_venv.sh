@@ -25,7 +25,12 @@ rm -rf "$venv"
 echo "building the verl environment in $venv (about 1.9 GB) ..." >&2
 start=$(date +%s)
 "$PYTHON" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$lock" >&2
+log="$cache/verl-venv-$key.log"
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -r "$lock" > "$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "building the verl environment failed; the whole log is $log" >&2
+  exit 1
+fi
 "$venv/bin/python" -c "import verl, transformers, torch; assert verl.__version__ == '0.9.1', verl.__version__" >&2
 echo "verl environment built in $(( $(date +%s) - start )) s" >&2
 touch "$venv/.complete"
