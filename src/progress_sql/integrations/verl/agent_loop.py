@@ -56,9 +56,10 @@ _resources_lock = threading.Lock()
 
 
 def env_resources(execution_workers: int | None = None, env_threads: int | None = None) -> EnvResources:
-    """The process-wide resources for these sizes (created on first use; defaults: one execution
-    worker per core and four more threads than workers, so ODT work overlaps with queries)."""
-    workers = execution_workers or os.cpu_count() or 1
+    """The process-wide resources for these sizes (created on first use). Defaults: one execution
+    worker per core up to 8 (verl runs several agent-loop workers per node, each with its own pool),
+    and four more threads than workers, so ODT work overlaps with queries."""
+    workers = execution_workers or min(8, os.cpu_count() or 1)
     threads = env_threads or workers + 4
     with _resources_lock:
         shared = _resources.get((workers, threads))
