@@ -179,7 +179,7 @@ def test_loops_run_concurrently_while_one_query_hits_its_deadline(
 ) -> None:
     """Six trajectories share one worker process; one runs a query that never ends. The others
     finish their two turns while it is still running, and it gets a timeout, feedback and a second turn."""
-    loops = agent_loops_file(tmp_path, timeout_s=3.0, execution_workers=3)
+    loops = agent_loops_file(tmp_path, timeout_s=5.0, execution_workers=3)
     worker = make_worker(model_dir, loops)
     slow = examples[5]
     scripts = {e.question: [WRONG, answer(e.gold_sql)] for e in examples}
