@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite: ruff, mypy (strict on src), pytest, and the verl
 # tests in verl's own environment (verl 0.9.1 needs transformers < 5.11, the [trl] pins a newer one;
-# scripts/verl_venv.sh builds it once, about 1.9 GB, and reuses it while constraints-verl.txt is unchanged).
+# scripts/verl_venv.sh builds it once, about 2 GB, and reuses it while constraints-verl.txt is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev trl

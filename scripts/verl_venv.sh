@@ -8,7 +8,7 @@
 # A `.complete` marker is written as the very last step: an environment without it (an interrupted
 # build) is removed and built again. A new lock file gives a new folder; old ones can be deleted.
 # progress-sql itself is not installed there (the folder outlives any one checkout): callers put
-# src/ on PYTHONPATH. About 1.9 GB; docs/benchmarks.md records how long a build takes.
+# src/ on PYTHONPATH. About 2 GB; docs/benchmarks.md records how long a build takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -22,7 +22,7 @@ if [ -f "$venv/.complete" ]; then
 fi
 mkdir -p "$cache"
 rm -rf "$venv"
-echo "building the verl environment in $venv (about 1.9 GB) ..." >&2
+echo "building the verl environment in $venv (about 2 GB) ..." >&2
 start=$(date +%s)
 "$PYTHON" -m venv "$venv"
 log="$cache/verl-venv-$key.log"
