@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker, DictConfigWrap, ToolListWrap
 from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY
@@ -127,26 +128,42 @@ def test_token_stream_equals_the_chat_template_of_the_conversation(
     assert prompt + response + worker.tokenizer.encode("\n", add_special_tokens=False) == list(rendered)
 
     # The same loop built without the model type (verl's default builder) loses the separator.
-    server = ScriptedServer(worker.tokenizer, {example.question: [WRONG, right]})
+    default = run_directly(worker, example, [WRONG, right], hf_model_type=None)
+    text = worker.tokenizer.decode(default.response_ids, skip_special_tokens=False)
+    assert "<|im_end|><|im_start|>user" in text
+
+
+def run_directly(worker: Any, example: Example, script: list[str], hf_model_type: str | None) -> Any:
+    """One ``run`` of the loop that hydra builds from agent_loops.yaml, as verl's workers build it."""
+    server = ScriptedServer(worker.tokenizer, {example.question: script})
     row = rows_of([example])[0]
 
-    async def run_default_builder() -> Any:
+    async def run() -> Any:
         loop = hydra.utils.instantiate(
             OmegaConf.load(AGENT_LOOPS_YAML)[0],
             trainer_config=DictConfigWrap(worker.config),
             server_manager=server,
             tokenizer=worker.tokenizer,
             processor=None,
-            hf_model_type=None,
+            hf_model_type=hf_model_type,
             dataset_cls=RLHFDataset,
             data_config=DictConfigWrap(worker.config.data),
             tools=ToolListWrap([]),
         )
-        return await loop.run({"temperature": 1.0}, raw_prompt=row["prompt"], **row)
+        return await loop.run({"temperature": 1.0, "logprobs": True}, raw_prompt=row["prompt"], **row)
 
-    default = asyncio.run(run_default_builder())
-    text = worker.tokenizer.decode(default.response_ids, skip_special_tokens=False)
-    assert "<|im_end|><|im_start|>user" in text
+    return asyncio.run(run())
+
+
+def test_the_record_survives_the_v1_trainers_packing(model_dir: Path, examples: list[Example]) -> None:
+    """verl's default (v1) trainer packs each output with ``as_dict`` into a TensorDict."""
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML)
+    outputs = [run_directly(worker, e, [WRONG, answer(e.gold_sql)], "qwen2") for e in examples[:2]]
+    packed = list_of_dict_to_tensordict([o.as_dict() for o in outputs])
+    for output, extra in zip(outputs, packed["extra_fields"], strict=True):
+        assert extra[TURNS_KEY] == output.extra_fields[TURNS_KEY]
+        assert [r["match"] for r in extra[TURNS_KEY]] == [False, True]
+    assert all(o.response_logprobs is not None and len(o.response_logprobs) == len(o.response_ids) for o in outputs)
 
 
 def rows_feedback(response_text: str) -> str:
