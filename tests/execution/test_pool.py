@@ -73,3 +73,27 @@ def test_a_failing_callback_is_raised_not_turned_into_results(compare_db: Path, 
     with pytest.raises(KeyError, match="callback bug"):
         pool.run_many([ExecJob(str(compare_db), "SELECT 1")] * 3, on_result=broken)
     assert pool.run(ExecJob(str(compare_db), "SELECT 1")).rows == ((1,),)  # the pool still works
+
+
+def test_a_slow_query_holds_up_only_its_own_worker(compare_db: Path) -> None:
+    """Two threads share a pool: the quick query of the second thread completes while the first
+    thread's query is still running into its deadline (an RL worker runs many episodes at once)."""
+    slow_started = threading.Event()
+    slow_done = threading.Event()
+    slow: list[object] = []
+
+    def run_slow(pool: ExecutionPool) -> None:
+        job = ExecJob(str(compare_db), CYCLE, ExecLimits(timeout_s=3))
+        slow.extend(pool.run_many([job], on_start=lambda _i, _pid: slow_started.set()))
+        slow_done.set()
+
+    with ExecutionPool(workers=2) as pool:
+        thread = threading.Thread(target=run_slow, args=(pool,))
+        thread.start()
+        assert slow_started.wait(30)
+        quick = pool.run(ExecJob(str(compare_db), "SELECT count(*) FROM singer"))
+        finished_first = not slow_done.is_set()
+        thread.join()
+    assert quick.rows == ((6,),)
+    assert finished_first, "the quick query waited for the slow one"
+    assert [getattr(r, "status", None) for r in slow] == ["timeout"]

@@ -6,6 +6,10 @@ the worker has not answered by then it kills the process (the item is a ``timeou
 one. A worker that dies for any other reason (out of memory, a signal) makes its item an ``error``;
 the rest of the batch carries on. Workers start lazily and are reused across batches.
 
+Several threads may call the pool at once (an RL trainer runs many episodes concurrently): each
+job takes whichever worker is idle, so one slow query holds up only its own worker, never the calls
+of other threads.
+
 Workers are started with the ``spawn`` method (the parent runs threads, and forking a threaded
 process is unsafe), so a script that uses the pool needs the usual ``if __name__ == "__main__":``
 guard.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import queue
 import threading
 import time
 import weakref
@@ -143,7 +148,10 @@ class ExecutionPool:
         context = multiprocessing.get_context(start_method)
         self._workers = [_Worker(context, memory_bytes) for _ in range(count)]
         self._margin = kill_margin_s
-        self._lock = threading.Lock()
+        # Idle workers: a thread holds one only while it has a job to run on it.
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        for worker in self._workers:
+            self._idle.put(worker)
         self._closed = False
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
@@ -175,46 +183,58 @@ class ExecutionPool:
         # thread has stopped; it is never mistaken for an execution error of the item.
         callback_errors: list[BaseException] = []
 
-        def drive(worker: _Worker) -> None:
-            while not callback_errors:
-                with take:
-                    index = next(next_index, None)
-                if index is None:
-                    return
-                try:
-                    pid = worker.ensure_started()
-                except Exception as error:  # cannot start a process: this item fails, the batch goes on
-                    results[index] = ExecResult("error", error=f"cannot start a worker: {error}")
-                    continue
-                try:
-                    if on_start is not None:
-                        on_start(index, pid)
-                except BaseException as error:
-                    callback_errors.append(error)
-                    return
-                try:
-                    result = worker.call(jobs[index], self._margin)
-                except Exception as error:  # a bug here must not lose the other results
-                    worker.stop(kill=True)
-                    result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
-                results[index] = result
-                try:
-                    if on_result is not None:
-                        on_result(index, result)
-                except BaseException as error:
-                    callback_errors.append(error)
-                    return
+        def run_job(worker: _Worker, index: int) -> bool:
+            """Run one job on ``worker``; False when a callback failed and the batch must stop."""
+            try:
+                pid = worker.ensure_started()
+            except Exception as error:  # cannot start a process: this item fails, the batch goes on
+                results[index] = ExecResult("error", error=f"cannot start a worker: {error}")
+                return True
+            try:
+                if on_start is not None:
+                    on_start(index, pid)
+            except BaseException as error:
+                callback_errors.append(error)
+                return False
+            try:
+                result = worker.call(jobs[index], self._margin)
+            except Exception as error:  # a bug here must not lose the other results
+                worker.stop(kill=True)
+                result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
+            results[index] = result
+            try:
+                if on_result is not None:
+                    on_result(index, result)
+            except BaseException as error:
+                callback_errors.append(error)
+                return False
+            return True
 
-        with self._lock:  # one batch at a time per pool
-            active = self._workers[: max(1, min(len(self._workers), len(jobs)))]
-            if len(active) == 1:
-                drive(active[0])
-            else:
-                threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in active]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
+        def drive() -> None:
+            worker: _Worker | None = None
+            try:
+                while not callback_errors:
+                    with take:
+                        index = next(next_index, None)
+                    if index is None:
+                        return
+                    if worker is None:  # wait for an idle worker only once there is a job for it
+                        worker = self._idle.get()
+                    if not run_job(worker, index):
+                        return
+            finally:
+                if worker is not None:
+                    self._idle.put(worker)
+
+        drivers = max(1, min(len(self._workers), len(jobs)))
+        if drivers == 1:
+            drive()
+        else:
+            threads = [threading.Thread(target=drive, daemon=True) for _ in range(drivers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         if callback_errors:
             raise callback_errors[0]
         return [r if r is not None else ExecResult("error", error="no result") for r in results]

@@ -1,0 +1,79 @@
+# Shared settings of the Progress-SQL verl 0.9.1 recipes (sourced by grpo.sh and gspo.sh).
+#
+# The paper's settings: Qwen2.5-Coder-7B-Instruct, G = 8 samples per prompt, temperature 1.0, T = 4
+# turns (agent_loops.yaml, max_turns), 8 GPUs, loss averaged per sequence and then over sequences
+# (loss_agg_mode=seq-mean-token-mean, set explicitly: verl's default is token-mean). Everything
+# else (batch sizes, lengths, learning rate, KL) is ours and marked as such in docs/training.md.
+#
+# Environment variables: MODEL, TRAIN_FILES, VAL_FILES (parquet files of verl_row rows), NNODES,
+# GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), EXPERIMENT.
+# PROGRESS_SQL_DRY_RUN=1 prints the overrides, one per line, instead of starting training.
+
+PYTHON="${PYTHON:-python3}"
+MODEL="${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}"
+TRAIN_FILES="${TRAIN_FILES:-$HOME/data/progress-sql/verl/train.parquet}"
+VAL_FILES="${VAL_FILES:-$HOME/data/progress-sql/verl/validation.parquet}"
+NNODES="${NNODES:-1}"
+GPUS_PER_NODE="${GPUS_PER_NODE:-8}"
+
+# Where the installed package keeps the agent-loop registry and the reward function.
+AGENT_LOOPS="$("$PYTHON" -c 'import progress_sql.integrations.verl as v; print(v.AGENT_LOOPS_YAML)')"
+REWARD_FILE="$("$PYTHON" -c 'import progress_sql.integrations.verl.reward as r; print(r.__file__)')"
+
+common_overrides=(
+  "algorithm.adv_estimator=grpo"
+  "algorithm.norm_adv_by_std_in_grpo=true"
+  "algorithm.use_kl_in_reward=false"
+  "data.train_files=$TRAIN_FILES"
+  "data.val_files=$VAL_FILES"
+  "data.train_batch_size=64"               # ours: prompts per step (x 8 samples)
+  "data.max_prompt_length=4096"            # ours: full schemas of BIRD databases
+  "data.max_response_length=4096"          # ours: T = 4 answers plus the feedback turns
+  "data.filter_overlong_prompts=true"
+  "data.truncation=error"
+  "actor_rollout_ref.model.path=$MODEL"
+  "actor_rollout_ref.model.use_remove_padding=true"
+  "actor_rollout_ref.model.enable_gradient_checkpointing=true"
+  "actor_rollout_ref.actor.optim.lr=1e-6"  # ours
+  "actor_rollout_ref.actor.ppo_mini_batch_size=16"
+  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"
+  "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"  # the paper's per-sequence mean
+  "actor_rollout_ref.actor.entropy_coeff=0"
+  "actor_rollout_ref.rollout.name=vllm"
+  "actor_rollout_ref.rollout.mode=async"
+  "actor_rollout_ref.rollout.n=8"          # G
+  "actor_rollout_ref.rollout.temperature=1.0"
+  "actor_rollout_ref.rollout.tensor_model_parallel_size=2"
+  "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"
+  "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"
+  "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"
+  # Rows carry agent_name=progress_sql_agent; the registry maps it to ProgressSQLAgentLoop (T = 4).
+  "actor_rollout_ref.rollout.agent.agent_loop_config_path=$AGENT_LOOPS"
+  # verl 0.9.1 reads the reward function from reward.custom_reward_function.* (a top-level
+  # custom_reward_function.* is legacy and silently ignored by main_ppo).
+  "reward.custom_reward_function.path=$REWARD_FILE"
+  "reward.custom_reward_function.name=compute_score"
+  "+reward.custom_reward_function.reward_kwargs.reward=progressive"
+  "+reward.custom_reward_function.reward_kwargs.gamma=0.5"
+  "reward.reward_manager.name=naive"
+  "reward.num_workers=8"
+  "trainer.n_gpus_per_node=$GPUS_PER_NODE"
+  "trainer.nnodes=$NNODES"
+  "trainer.project_name=progress-sql"
+  "trainer.logger=[console]"
+  "trainer.total_epochs=1"                 # ours
+  "trainer.save_freq=50"
+  "trainer.test_freq=25"
+  "trainer.val_before_train=true"
+)
+
+# run_recipe OVERRIDE...: start verl's trainer with the common and the given overrides (extra
+# command-line arguments of the recipe come last and win).
+run_recipe() {
+  local all=("${common_overrides[@]}" "$@")
+  if [ -n "${PROGRESS_SQL_DRY_RUN:-}" ]; then
+    printf '%s\n' "${all[@]}"
+    return 0
+  fi
+  exec "$PYTHON" -m verl.trainer.main_ppo "${all[@]}"
+}

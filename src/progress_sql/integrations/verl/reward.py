@@ -1,0 +1,149 @@
+"""verl's ``compute_score``: the trajectory reward from the agent loop's per-turn record.
+
+verl 0.9.1's reward loop calls ``compute_score(data_source=, solution_str=, ground_truth=,
+extra_info=, **reward_kwargs)`` once per trajectory, with the agent loop's ``extra_fields`` merged
+into ``extra_info``. The loop leaves its per-turn record there (:data:`TURNS_KEY`, one
+:func:`turn_record` per model turn), so the reward is computed from what the environment observed,
+never by re-parsing the decoded response (which also holds the feedback turns). Without a record (a
+row run by another agent loop, or a validation set scored single-turn) ``solution_str`` is scored
+as a one-turn trajectory: extracted, executed and diagnosed by the same environment.
+
+``reward_kwargs`` (``reward.custom_reward_function.reward_kwargs`` in verl's config) choose the
+reward (``reward``, default ``progressive``) and set the progressive reward's weights by their
+:class:`ProgressiveConfig` names (``gamma``, ``omega_acc``, ...).
+
+>>> record = {"turn": 1, "sql": "SELECT 1", "format_ok": True, "exec_status": "ok", "match": True,
+...           "verdict": "match", "f": 0.9, "f_struct": 0.9, "f_lex": 0.9, "tags": [], "response": "..."}
+>>> scored = compute_score("spider", "...", "SELECT 1", {TURNS_KEY: [record]})
+>>> scored["score"], scored["late"], scored["num_turns"]
+(2.9, 2.0, 1)
+>>> compute_score("spider", "...", "SELECT 1", {TURNS_KEY: [record]}, gamma=0.8, omega_acc=3.0)["late"]
+3.0
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from typing import Any
+
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
+from progress_sql.errors import ConfigError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.integrations.verl.rows import example_from_row
+from progress_sql.rewards.baselines import RewardContext
+from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.rewards.registry import get_reward
+from progress_sql.types import RewardBreakdown, Trajectory, Turn
+
+#: The ``extra_fields`` / ``extra_info`` key of the per-turn record.
+TURNS_KEY = "progress_sql_turns"
+#: Keyword arguments verl itself may add to the call (reward-model routing); not ours to check.
+_VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
+_WEIGHTS = frozenset(f.name for f in fields(ProgressiveConfig))
+
+
+def turn_record(info: TurnInfo, response: str) -> dict[str, Any]:
+    """What the reward needs of one turn, as plain values (verl ships it between Ray processes)."""
+    return {
+        "turn": info.turn,
+        "sql": info.sql,
+        "format_ok": info.format_ok,
+        "exec_status": info.exec_status,
+        "match": info.match,
+        "verdict": info.verdict,
+        "f": info.f,
+        "f_struct": info.f_struct,
+        "f_lex": info.f_lex,
+        "tags": list(info.tags),
+        "response": response,
+    }
+
+
+def trajectory_from_records(records: Sequence[Mapping[str, Any]]) -> Trajectory:
+    """The :class:`Trajectory` the reward scores, from :func:`turn_record` dicts."""
+    return Trajectory(
+        tuple(
+            Turn(
+                sql=record["sql"],
+                format_ok=bool(record["format_ok"]),
+                executable=record["exec_status"] == "ok",
+                match=bool(record["match"]),
+                f=float(record["f"]),
+                response=str(record.get("response", "")),
+            )
+            for record in records
+        )
+    )
+
+
+def reward_settings(kwargs: Mapping[str, Any]) -> tuple[str, ProgressiveConfig]:
+    """The reward name and progressive weights from verl's ``reward_kwargs``; a typo is a ConfigError."""
+    unknown = sorted(set(kwargs) - _WEIGHTS - _VERL_KWARGS - {"reward"})
+    if unknown:
+        raise ConfigError(
+            f"unknown reward_kwargs {', '.join(unknown)}: use 'reward' or a ProgressiveConfig weight "
+            f"({', '.join(sorted(_WEIGHTS))})"
+        )
+    name = str(kwargs.get("reward", "progressive"))
+    get_reward(name)
+    weights = {key: kwargs[key] for key in _WEIGHTS if key in kwargs}
+    return name, ProgressiveConfig(**weights)
+
+
+def score_trajectory(trajectory: Trajectory, gold_sql: str, reward: str, weights: ProgressiveConfig) -> RewardBreakdown:
+    """The registered reward ``reward`` of a trajectory (the one implementation the environment uses too)."""
+    return get_reward(reward).fn(trajectory, RewardContext(gold_sql, progressive=weights))
+
+
+class _Shared:
+    """One execution pool and gold cache per process for the single-turn fallback (created on first use)."""
+
+    lock = threading.Lock()
+    pool: ExecutionPool | None = None
+    cache = GoldCache()
+
+    @classmethod
+    def get_pool(cls) -> ExecutionPool:
+        with cls.lock:
+            if cls.pool is None:
+                cls.pool = ExecutionPool(workers=1)
+            return cls.pool
+
+
+def _single_turn(
+    solution_str: str, ground_truth: str, extra_info: Mapping[str, Any], reward: str, weights: ProgressiveConfig
+) -> list[dict[str, Any]]:
+    example = example_from_row(extra_info, {"ground_truth": ground_truth})
+    config = replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights)
+    env = SQLRefineEnv(config, pool=_Shared.get_pool(), cache=_Shared.cache)
+    env.reset(example)
+    return [turn_record(env.step(solution_str).info, solution_str)]
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """``{"score": total, <component>: value, ..., "num_turns", "k_star" (0: never), "first_turn_f",
+    "from_record" (1: the loop's record, 0: single-turn fallback)}``; verl logs every key."""
+    reward, weights = reward_settings(kwargs)
+    info = extra_info or {}
+    recorded: Sequence[Mapping[str, Any]] | None = info.get(TURNS_KEY)
+    from_record = recorded is not None and len(recorded) > 0
+    records = list(recorded or ()) if from_record else _single_turn(solution_str, ground_truth, info, reward, weights)
+    trajectory = trajectory_from_records(records)
+    breakdown = score_trajectory(trajectory, ground_truth, reward, weights)
+    return {
+        "score": breakdown.total,
+        **dict(breakdown.components),
+        "num_turns": len(trajectory.turns),
+        "k_star": trajectory.k_star or 0,
+        "first_turn_f": trajectory.turns[0].f if trajectory.turns else 0.0,
+        "from_record": int(from_record),
+    }

@@ -1,0 +1,161 @@
+"""Fixtures of the verl tests (run in the verl environment by scripts/test.sh; see /conftest.py).
+
+Nothing is downloaded: a byte-level BPE tokenizer with ChatML special tokens and a chat template is
+trained here and saved beside a Qwen2 ``config.json`` (so verl infers ``hf_model_type`` "qwen2"
+exactly as for Qwen2.5-Coder), the databases are built from committed SQL scripts, and the model
+server is :class:`ScriptedServer`, which answers each conversation's n-th assistant turn from a
+script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import transformers
+import verl
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from verl.protocol import DataProto
+from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+from verl.workers.rollout.replica import TokenOutput
+
+from progress_sql.data.ddl import db_details
+from progress_sql.integrations.verl import verl_row
+from progress_sql.prompts import initial_messages
+from progress_sql.types import Example
+from tests.conftest import REPO_ROOT, build_database
+
+VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+#: Qwen2.5's ChatML layout (without its tool branches): every turn ends with "<|im_end|>\n".
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+QUESTIONS = json.loads((REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"))
+
+
+def compose_verl(overrides: Sequence[str] = ()) -> DictConfig:
+    """verl's own ``ppo_trainer`` config with hydra overrides (a wrong key raises)."""
+    with initialize_config_dir(config_dir=VERL_CONFIG_DIR, version_base=None):
+        return compose(config_name="ppo_trainer", overrides=list(overrides))
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tokenizer (ChatML specials, eos = <|im_end|>) and a Qwen2 config, as a model folder."""
+    folder = tmp_path_factory.mktemp("qwen2_tiny")
+    corpus = [f"{q['question']} {q['query']}" for q in QUESTIONS] + [
+        "system user assistant Feedback: <think> </think> <sql> </sql> Database Schema: CREATE TABLE"
+    ]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        corpus * 10,
+        trainers.BpeTrainer(
+            vocab_size=600,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=bpe, pad_token="<|endoftext|>", eos_token="<|im_end|>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = CHATML
+    tokenizer.save_pretrained(folder)
+    config = transformers.Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    config.architectures = ["Qwen2ForCausalLM"]
+    config.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def music_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_database("music.sql", tmp_path_factory.mktemp("databases"))
+
+
+@pytest.fixture(scope="session")
+def examples(music_db: Path) -> list[Example]:
+    return [
+        Example(i, q["question"], q["db_id"], str(music_db), q["query"], difficulty=q["hardness"])
+        for i, q in enumerate(QUESTIONS)
+    ]
+
+
+def rows_of(examples: Sequence[Example]) -> list[dict[str, Any]]:
+    """verl rows with the paper's opening messages (what the export writes)."""
+    return [
+        verl_row(
+            e,
+            initial_messages(db_details(e.db_path, "full"), e.question, e.evidence),
+            data_source="spider",
+            split="train",
+        )
+        for e in examples
+    ]
+
+
+def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    pd.DataFrame(list(rows)).to_parquet(path)
+    return path
+
+
+def dataset_batch(parquet: Path, tokenizer: Any, config: DictConfig, repeat: int = 1) -> DataProto:
+    """The rows as verl's trainer hands them to the rollout: RLHFDataset, collate_fn, DataProto."""
+    dataset = RLHFDataset(str(parquet), tokenizer, config.data)
+    items = [dataset[i] for i in range(len(dataset)) for _ in range(repeat)]
+    return DataProto.from_single_dict(collate_fn(items), meta_info={"validate": False, "global_steps": 1})
+
+
+class ScriptedServer:
+    """Stands in for verl's LLM server client: the n-th assistant turn of the conversation about a
+    question gets ``scripts[question][n]`` (then eos), cut at the request's ``max_tokens``."""
+
+    def __init__(self, tokenizer: Any, scripts: dict[str, list[str]]) -> None:
+        self.tokenizer = tokenizer
+        self.scripts = scripts
+        self.calls: list[tuple[str, int, int]] = []  # (question, turn, max_tokens), in call order
+
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
+    ) -> TokenOutput:
+        text = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
+        question = next(q for q in self.scripts if q in text)
+        turn = text.count("<|im_start|>assistant") - 1
+        self.calls.append((question, turn, int(sampling_params["max_tokens"])))
+        ids = [
+            *self.tokenizer.encode(self.scripts[question][turn], add_special_tokens=False),
+            self.tokenizer.eos_token_id,
+        ]
+        ids = ids[: sampling_params["max_tokens"]]
+        logprobs = [-0.5] * len(ids) if sampling_params.get("logprobs") else None
+        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed")
+
+
+def answer(sql: str) -> str:
+    return f"<think>look at the schema</think><sql>{sql}</sql>"
+
+
+def object_array(values: Sequence[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = list(values)
+    return array
