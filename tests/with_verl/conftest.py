@@ -108,7 +108,6 @@ def rows_of(examples: Sequence[Example]) -> list[dict[str, Any]]:
             e,
             initial_messages(db_details(e.db_path, "full"), e.question, e.evidence),
             data_source="spider",
-            split="train",
         )
         for e in examples
     ]

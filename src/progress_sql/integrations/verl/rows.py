@@ -3,11 +3,12 @@
 verl's ``RLHFDataset`` reads a parquet file whose rows carry the chat prompt, the reward's ground
 truth and free-form ``extra_info``; the agent loop receives each row as keyword arguments
 (``raw_prompt`` = the prompt messages). ``agent_name`` selects our loop: without it verl runs its
-default single-turn loop and silently ignores the refinement protocol.
+default single-turn loop and silently ignores the refinement protocol. The row itself is built by
+:func:`progress_sql.export.formats.verl_row`, the one builder ``progress-sql export`` also uses.
 
 >>> from progress_sql.types import Example
 >>> example = Example(7, "How many singers?", "music", "/data/music/music.sqlite", "SELECT count(*) FROM singer")
->>> row = verl_row(example, [{"role": "user", "content": "How many singers?"}], data_source="spider", split="train")
+>>> row = verl_row(example, [{"role": "user", "content": "How many singers?"}], data_source="spider")
 >>> row["agent_name"], row["reward_model"], row["extra_info"]["db_id"]
 ('progress_sql_agent', {'style': 'rule', 'ground_truth': 'SELECT count(*) FROM singer'}, 'music')
 >>> example_from_row(row["extra_info"], row["reward_model"]) == example
@@ -20,38 +21,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from progress_sql.errors import DatasetError
+from progress_sql.export import formats
 from progress_sql.prompts import Message
 from progress_sql.types import Example
 
 #: The ``agent_name`` of every row; ``agent_loops.yaml`` registers the loop under this name.
-AGENT_NAME = "progress_sql_agent"
-#: verl's ``ability`` column (informational; verl only carries it along).
-ABILITY = "text2sql"
+AGENT_NAME = formats.VERL_AGENT_NAME
 
 
-def verl_row(example: Example, messages: Sequence[Message], *, data_source: str, split: str) -> dict[str, Any]:
+def verl_row(
+    example: Example, messages: Sequence[Message], *, data_source: str, index: int | None = None
+) -> dict[str, Any]:
     """One parquet row in the shape verl 0.9.1's ``RLHFDataset`` and our agent loop read.
 
     ``data_source`` is what verl hands ``compute_score`` (``data.reward_fn_key``); ``messages`` are
-    the opening system and user messages (``progress_sql.prompts.initial_messages``). Every
-    ``extra_info`` field is always present with one type, so that parquet infers one schema.
+    the opening system and user messages (``progress_sql.prompts.initial_messages``); ``index`` is the
+    row's position in its file (the example's own index by default).
     """
-    return {
-        "data_source": data_source,
-        "agent_name": AGENT_NAME,
-        "prompt": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "ability": ABILITY,
-        "reward_model": {"style": "rule", "ground_truth": example.gold_sql},
-        "extra_info": {
-            "index": example.index,
-            "split": split,
-            "db_id": example.db_id,
-            "db_path": example.db_path,
-            "question": example.question,
-            "evidence": example.evidence,
-            "difficulty": example.difficulty or "",
-        },
-    }
+    item = formats.ExportItem(example, data_source, tuple(messages), verified=True)
+    return formats.verl_row(item, example.index if index is None else index)
 
 
 def example_from_row(extra_info: Mapping[str, Any], reward_model: Mapping[str, Any]) -> Example:
@@ -59,9 +47,9 @@ def example_from_row(extra_info: Mapping[str, Any], reward_model: Mapping[str, A
     missing = [key for key in ("index", "db_id", "db_path", "question") if key not in extra_info]
     if missing or "ground_truth" not in reward_model:
         absent = ", ".join([f"extra_info.{key}" for key in missing] or ["reward_model.ground_truth"])
-        raise DatasetError(f"verl row lacks {absent}: write rows with progress_sql.integrations.verl.verl_row")
+        raise DatasetError(f"verl row lacks {absent}: write rows with progress-sql export --format verl")
     return Example(
-        index=int(extra_info["index"]),
+        index=int(extra_info.get("source_index", extra_info["index"])),
         question=str(extra_info["question"]),
         db_id=str(extra_info["db_id"]),
         db_path=str(extra_info["db_path"]),
