@@ -219,6 +219,33 @@ def suite_databases(suite: Path | None, db_id: str, gold_sql: str | None = None)
     return [str(p) for p in sorted((suite / db_id).glob("*.sqlite"))]
 
 
+def suite_match(
+    example: Example,
+    pred_sql: str,
+    preset: Preset,
+    pool: ExecutionPool,
+    *,
+    suite: Path,
+    limits: ExecLimits = DEFAULT_LIMITS,
+    cache: GoldCache | None = None,
+) -> tuple[bool, int]:
+    """Whether a prediction (already prepared by ``preset``) that matches on the original database
+    also matches on every suite database of its gold, and on how many it was judged. Databases run
+    one at a time and the first disagreement ends the check; a suite database on which the gold
+    fails is left out, as in :func:`evaluate`."""
+    cache = cache if cache is not None else GoldCache()
+    judged = 0
+    for db in suite_databases(suite, example.db_id, example.gold_sql):
+        gold = gold_results([replace(example, db_path=db)], preset, pool, limits=limits, cache=cache)[0]
+        verdict = judge(preset, example.gold_sql, gold, pool.run(ExecJob(db, pred_sql, limits)))
+        if verdict.status == "gold_invalid":
+            continue
+        judged += 1
+        if not verdict.match:
+            return False, judged
+    return True, judged
+
+
 def evaluate(
     examples: Sequence[Example],
     samples: Sequence[Sequence[Sample]],

@@ -165,18 +165,26 @@ def gold_constants(golds: Iterable[str], profile: DatabaseProfile) -> dict[Colum
                 for value in values:
                     if like and isinstance(value, str):
                         value = value.replace("%", "").replace("_", " ").strip() or value
-                    if _fits(value, target):
+                    value = _as_column_value(value, target)
+                    if value is not None:
                         found.setdefault(key, {})[value] = None
     return {key: tuple(values) for key, values in found.items()}
 
 
-def _fits(value: SQLValue, column: ColumnInfo) -> bool:
-    numeric = isinstance(value, (int, float))
+def _as_column_value(value: SQLValue, column: ColumnInfo) -> SQLValue | None:
+    """The constant as the column stores it (``"80000"`` against an INTEGER column is the number
+    80000, by SQLite's affinity rules), or None when it cannot be such a value."""
     if column.kind in ("integer", "real"):
-        return numeric
-    if column.kind == "boolean":
-        return True
-    return isinstance(value, str) or column.kind == "text"
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return None
+            return int(number) if number.is_integer() and column.kind == "integer" else number
+        return value if isinstance(value, (int, float)) else None
+    if column.kind in ("text", "date") and isinstance(value, (int, float)):
+        return value if column.kind == "text" else None
+    return value
 
 
 # --- building one database -------------------------------------------------------------------------
@@ -234,7 +242,11 @@ def _generator(
     cap = None if single_key or rng.random() < 0.5 else rng.randint(1, 30)
     # A key column mostly gets fresh values: drawn from a pool of a few, most rows would collide.
     chance = KEY_FRESH_P if single_key else fresh_p
-    return ColumnGenerator(column.kind, kept, 0.0 if not kept else chance, cap, column.date_format)
+    generator = ColumnGenerator(column.kind, kept, 0.0 if not kept else chance, cap, column.date_format)
+    if single_key:  # every pool value (constants included) once, in random order, before fresh ones
+        generator.queue = list(dict.fromkeys(kept))
+        rng.shuffle(generator.queue)
+    return generator
 
 
 def _sample(generator: ColumnGenerator, not_null: bool, rng: random.Random) -> SQLValue:

@@ -2,7 +2,8 @@
 something else (A.3.1 of docs/evaluation-semantics.md). A suite "covers" a gold when its databases
 tell the gold apart from its neighbours.
 
-Edits: drop a clause (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT), drop one side of an
+Edits: drop a clause (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT), add ``LIMIT 1`` to an
+outer query without one (the gold then needs a database where it returns several rows), drop one side of an
 AND / OR, drop a selected column, swap an aggregate, a comparison, ASC / DESC, AND / OR, LIKE /
 NOT LIKE, IN / NOT IN, a set operator, replace a column by another of its table (not inside COUNT,
 where ``count(*)`` and ``count(col)`` usually agree), perturb a literal. Neighbours are written in
@@ -49,6 +50,18 @@ def _drop(node: exp.Expr) -> None:
     node.pop()
 
 
+def _single_row(select: exp.Select) -> bool:
+    """An aggregate without GROUP BY: always one row, so LIMIT 1 changes nothing."""
+    grouped = select.args.get("group") is not None
+    return not grouped and any(e.find(exp.AggFunc) is not None for e in select.expressions)
+
+
+def _limit_one(node: exp.Expr) -> None:
+    # A superlative written as ORDER BY ... LIMIT 1 where the gold keeps every tie: suites need a
+    # database on which the gold returns several rows.
+    node.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+
+
 def _drop_projection(node: exp.Expr, index: int) -> None:
     node.expressions[index].pop()
 
@@ -66,7 +79,10 @@ def _keep_side(node: exp.Expr, side: str) -> None:
 
 
 def _become(node: exp.Expr, to: type[exp.Expr]) -> None:
-    node.replace(_swap_class(node, to))
+    swapped = _swap_class(node, to)
+    if isinstance(swapped, exp.Or) and isinstance(node.parent, (exp.And, exp.Not)):
+        swapped = exp.Paren(this=swapped)  # the tree has no parentheses: keep the grouping when printed
+    node.replace(swapped)
 
 
 def _negate(node: exp.Expr) -> None:
@@ -89,11 +105,15 @@ def _literal_to(node: exp.Expr, value: int | float | str) -> None:
     node.replace(_literal(value))
 
 
-def _edits(node: exp.Expr, schema: Schema, aliases: dict[str, str], rng: random.Random) -> Iterator[Edit]:
+def _edits(
+    node: exp.Expr, root: exp.Expr, schema: Schema, aliases: dict[str, str], rng: random.Random
+) -> Iterator[Edit]:
     """The edits of one node, each a function applied to the same node in a fresh copy."""
     if isinstance(node, _DROPPABLE):
         yield _drop
     if isinstance(node, exp.Select):
+        if node is root and node.args.get("limit") is None and not _single_row(node):
+            yield _limit_one
         if node.args.get("distinct"):
             yield partial(_set, key="distinct", value=None)
         if len(node.expressions) > 1:
@@ -179,7 +199,7 @@ def neighbour_candidates(gold: str, schema: Schema, *, limit: int = MAX_NEIGHBOU
     holder = exp.Paren(this=tree)
     found: dict[str, None] = {}
     for index, node in enumerate(list(tree.walk())):
-        for edit in list(_edits(node, schema, aliases, rng)):
+        for edit in list(_edits(node, tree, schema, aliases, rng)):
             copy = holder.copy()
             target = list(copy.this.walk())[index]
             try:

@@ -31,8 +31,12 @@ class ColumnGenerator:
     cap: int | None
     date_format: str | None = None
     fresh: list[SQLValue] = field(default_factory=list)
+    #: Values handed out first, unperturbed (a key column gets each of its pool values once).
+    queue: list[SQLValue] = field(default_factory=list)
 
     def sample(self, rng: random.Random) -> SQLValue:
+        if self.queue:
+            return self.queue.pop()
         if self.pool and rng.random() >= self.fresh_p:
             value = rng.choice(self.pool)
         elif self.cap is not None and len(self.fresh) >= self.cap and self.fresh:
