@@ -46,6 +46,7 @@ def coverage_summary(suites: Sequence[SchemaSuite]) -> dict[str, Any]:
         "histogram": bins,
         "neighbours": sum(g.neighbours for s in suites for g in s.golds),
         "golds_with_problems": sum(g.problem is not None for s in suites for g in s.golds),
+        "golds_whose_answer_changes": sum(g.answer_changes for s in suites for g in s.golds),
     }
 
 
