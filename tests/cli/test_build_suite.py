@@ -70,3 +70,14 @@ def test_unknown_task_is_a_clear_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["build-suite", "--task", "no-such-task", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert "unknown task" in result.output
+
+
+def test_unreadable_database_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "database" / "junk").mkdir(parents=True)
+    (tmp_path / "database" / "junk" / "junk.sqlite").write_text("not a database")
+    (tmp_path / "q.json").write_text(json.dumps([{"db_id": "junk", "question": "?", "query": "SELECT 1"}]))
+    result = runner.invoke(
+        app, ["build-suite", "--task", str(tmp_path / "q.json"), "--out", str(tmp_path / "s"), "--workers", "1"]
+    )
+    assert result.exit_code == 2
+    assert "junk.sqlite" in result.output

@@ -63,7 +63,10 @@ def build_suite_command(
         missing = [m for m in missing if m in set(db)]
     if not jobs:
         fail(f"no database of {task} is present under {data_dir}")
-    config = SuiteConfig(seed=seed, pool=pool, max_dbs=max_dbs, preset=chosen, timeout_s=timeout)
+    try:
+        config = SuiteConfig(seed=seed, pool=pool, max_dbs=max_dbs, preset=chosen, timeout_s=timeout)
+    except ProgressSQLError as error:
+        fail(str(error))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -83,7 +86,10 @@ def build_suite_command(
         def finished(suite: SchemaSuite) -> None:
             bar.update(job, advance=1, description=f"{suite.db_id} done ({len(suite.databases)} databases)")
 
-        suites = build_suites(jobs, out, config, workers=workers or os.cpu_count() or 1, on_done=finished)
+        try:
+            suites = build_suites(jobs, out, config, workers=workers or os.cpu_count() or 1, on_done=finished)
+        except ProgressSQLError as error:  # an unreadable database: say which
+            fail(str(error))
     manifest = write_manifest(out, config, suites, versions())
     elapsed = time.perf_counter() - started
     summary = coverage_summary(suites)

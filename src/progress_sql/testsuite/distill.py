@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from progress_sql.data.schema import Schema
+from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import Preset, get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database, gold_constants, profile_schema
@@ -55,11 +57,12 @@ class SuiteConfig:
 
     def __post_init__(self) -> None:
         if self.pool < 0:
-            raise ValueError(f"pool must be >= 0, got {self.pool}")
+            raise ConfigError(f"SuiteConfig.pool must be >= 0, got {self.pool}")
         if self.max_dbs < 1:
-            raise ValueError(f"max_dbs must be >= 1 (the original database), got {self.max_dbs}")
+            raise ConfigError(f"SuiteConfig.max_dbs must be >= 1 (the original database), got {self.max_dbs}")
         if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+            raise ConfigError(f"SuiteConfig.timeout_s must be > 0, got {self.timeout_s}")
+        get_preset(self.preset)
 
     @property
     def limits(self) -> ExecLimits:
@@ -120,6 +123,78 @@ def pool_name(k: int) -> str:
     return f"fuzz_{k:03d}.sqlite"
 
 
+@dataclass(frozen=True, slots=True)
+class _GoldOnOriginal:
+    """A gold's results on the original, and its neighbours: kept (execute there), killed there,
+    and the prepared SQL of those still alive (the original cannot tell them apart)."""
+
+    sql: str
+    results: tuple[ExecResult, ...]
+    problem: str | None
+    kept: int = 0
+    killed: int = 0
+    alive: tuple[str, ...] = ()
+
+
+def _on_original(
+    gold: str, original: str, schema: Schema, preset: Preset, executor: Executor, limits: ExecLimits
+) -> _GoldOnOriginal:
+    results = tuple(_run(executor, original, preset, gold, limits))
+    problem = _usable(results)
+    if problem is not None:
+        return _GoldOnOriginal(gold, results, f"on the original: {problem}")
+    own = preset.prepare_pred(gold)
+    kept = killed = 0
+    alive: dict[str, None] = {}
+    for candidate in neighbour_candidates(gold, schema):
+        prepared = preset.prepare_pred(candidate)
+        if prepared == own:
+            continue
+        result = executor.run(original, prepared, limits)
+        if result.status != "ok":
+            continue  # only neighbours that execute on the original count
+        kept += 1
+        if _differs(preset, gold, results, result):
+            killed += 1
+        else:
+            alive[prepared] = None
+    return _GoldOnOriginal(gold, results, None, kept, killed, tuple(alive))
+
+
+def _judge_pool_database(
+    path: str,
+    golds: Sequence[_GoldOnOriginal],
+    preset: Preset,
+    executors: tuple[Executor, Executor],
+    limits: ExecLimits,
+) -> tuple[set[tuple[int, int]], dict[int, str]]:
+    """What one pool database covers, as (gold index, neighbour index) items, and the golds it is
+    left out for (with why)."""
+    forward, backward = executors
+    covers: set[tuple[int, int]] = set()
+    left_out: dict[int, str] = {}
+    for g, gold in enumerate(golds):
+        if gold.problem is not None:
+            continue
+        results = _run(forward, path, preset, gold.sql, limits)
+        problem = _usable(results)
+        if problem is None:
+            reverse = _run(backward, path, preset, gold.sql, limits)
+            if _usable(reverse) is None and not judge(preset, gold.sql, results, reverse[0]).match:
+                problem = "gold result depends on scan order (ties)"
+        if problem is not None:
+            left_out[g] = problem
+            continue
+        if not judge(preset, gold.sql, gold.results, results[0]).match:
+            covers.add((g, ANSWER_CHANGES))
+        for n, prepared in enumerate(gold.alive):
+            if _differs(preset, gold.sql, results, forward.run(path, prepared, limits)):
+                covers.add((g, n))
+    forward.close()  # release the file before the pool folder is removed
+    backward.close()
+    return covers, left_out
+
+
 def build_schema_suite(
     db_id: str,
     db_path: str | Path,
@@ -136,100 +211,52 @@ def build_schema_suite(
     original = str(db_path)
     profile = read_profile(db_path)
     schema = profile_schema(profile)
-    unique_golds = list(dict.fromkeys(golds))
-    forward, backward = Executor(), Executor(reverse_unordered=True)
+    executors = (Executor(), Executor(reverse_unordered=True))
+    work = Path(tempfile.mkdtemp(prefix=f"suite-{db_id}-"))
     try:
-        gold_on_original: list[list[ExecResult]] = []
-        alive: list[list[str]] = []  # per gold: prepared neighbours the original cannot tell apart
-        counts: list[tuple[int, int]] = []  # per gold: (neighbours kept, killed by the original)
-        problems: list[str | None] = []
-        for gold in unique_golds:
-            results = _run(forward, original, preset, gold, limits)
-            gold_on_original.append(results)
-            problem = _usable(results)
-            problems.append(None if problem is None else f"on the original: {problem}")
-            survivors: list[str] = []
-            kept = killed = 0
-            if problem is None:
-                own = preset.prepare_pred(gold)
-                for candidate in neighbour_candidates(gold, schema):
-                    prepared = preset.prepare_pred(candidate)
-                    if prepared == own:
-                        continue
-                    result = forward.run(original, prepared, limits)
-                    if result.status != "ok":
-                        continue  # only neighbours that execute on the original count
-                    kept += 1
-                    if _differs(preset, gold, results, result):
-                        killed += 1
-                    else:
-                        survivors.append(prepared)
-            alive.append(list(dict.fromkeys(survivors)))
-            counts.append((kept, killed))
+        on_original = [
+            _on_original(gold, original, schema, preset, executors[0], limits) for gold in dict.fromkeys(golds)
+        ]
         note(f"{db_id}: neighbours ready")
-
-        constants = gold_constants(unique_golds, profile)
-        work = Path(tempfile.mkdtemp(prefix=f"suite-{db_id}-"))
-        try:
-            reports: list[FuzzReport] = []
-            kills: list[set[tuple[int, int]]] = []
-            exclusions: list[dict[int, str]] = []  # per pool db: gold index -> why it is left out
-            for k in range(config.pool):
-                path = str(work / pool_name(k))
-                reports.append(fuzz_database(profile, constants, f"{config.seed}:{db_id}:{k}", path))
-                killed_here: set[tuple[int, int]] = set()
-                left_out: dict[int, str] = {}
-                for g, gold in enumerate(unique_golds):
-                    if problems[g] is not None:
-                        continue
-                    results = _run(forward, path, preset, gold, limits)
-                    problem = _usable(results)
-                    if problem is None:
-                        reverse = _run(backward, path, preset, gold, limits)
-                        if _usable(reverse) is None and not judge(preset, gold, results, reverse[0]).match:
-                            problem = "gold result depends on scan order (ties)"
-                    if problem is not None:
-                        left_out[g] = problem
-                        continue
-                    if not judge(preset, gold, gold_on_original[g], results[0]).match:
-                        killed_here.add((g, ANSWER_CHANGES))
-                    for n, prepared in enumerate(alive[g]):
-                        if _differs(preset, gold, results, forward.run(path, prepared, limits)):
-                            killed_here.add((g, n))
-                forward.close()
-                backward.close()
-                kills.append(killed_here)
-                exclusions.append(left_out)
-                note(f"{db_id}: pool database {k + 1} of {config.pool}")
-            chosen = _greedy_cover(kills, config.max_dbs - 1)
-            target = Path(out_dir) / db_id
-            target.mkdir(parents=True, exist_ok=True)
-            for stale in target.glob("*.sqlite"):
-                stale.unlink()
-            for k in chosen:
-                shutil.copyfile(work / pool_name(k), target / pool_name(k))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        constants = gold_constants([g.sql for g in on_original], profile)
+        reports: list[FuzzReport] = []
+        covers: list[set[tuple[int, int]]] = []
+        exclusions: list[dict[int, str]] = []
+        for k in range(config.pool):
+            path = str(work / pool_name(k))
+            reports.append(fuzz_database(profile, constants, f"{config.seed}:{db_id}:{k}", path))
+            items, left_out = _judge_pool_database(path, on_original, preset, executors, limits)
+            covers.append(items)
+            exclusions.append(left_out)
+            note(f"{db_id}: pool database {k + 1} of {config.pool}")
+        chosen = _greedy_cover(covers, config.max_dbs - 1)
+        target = Path(out_dir) / db_id
+        target.mkdir(parents=True, exist_ok=True)
+        for stale in target.glob("*.sqlite"):
+            stale.unlink()
+        for k in chosen:
+            shutil.copyfile(work / pool_name(k), target / pool_name(k))
     finally:
-        forward.close()
-        backward.close()
+        for executor in executors:
+            executor.close()
+        shutil.rmtree(work, ignore_errors=True)
     names = tuple(pool_name(k) for k in chosen)
     coverage = []
-    for g, gold in enumerate(unique_golds):
-        kept, killed = counts[g]
-        covered = killed + len({n for k in chosen for (h, n) in kills[k] if h == g and n != ANSWER_CHANGES})
+    for g, gold in enumerate(on_original):
+        killed_by_suite = {n for k in chosen for (h, n) in covers[k] if h == g and n != ANSWER_CHANGES}
+        covered = gold.killed + len(killed_by_suite)
         excluded = {pool_name(k): exclusions[k][g] for k in chosen if g in exclusions[k]}
         coverage.append(
             GoldCoverage(
-                sql=gold,
+                sql=gold.sql,
                 databases=tuple(name for name in names if name not in excluded),
                 excluded=excluded,
-                neighbours=kept,
-                killed_by_original=killed,
+                neighbours=gold.kept,
+                killed_by_original=gold.killed,
                 covered=covered,
-                coverage=round(covered / kept, 6) if kept else None,
-                answer_changes=any((g, ANSWER_CHANGES) in kills[k] for k in chosen),
-                problem=problems[g],
+                coverage=round(covered / gold.kept, 6) if gold.kept else None,
+                answer_changes=any((g, ANSWER_CHANGES) in covers[k] for k in chosen),
+                problem=gold.problem,
             )
         )
     invalid = dict(reports[0].invalid_foreign_keys) if reports else {}

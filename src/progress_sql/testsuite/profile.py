@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from progress_sql.errors import DatasetError
 from progress_sql.types import SQLValue
@@ -35,8 +36,7 @@ DATE_FORMATS: tuple[str, ...] = (
     "%b %d, %Y",
 )
 
-Kind = str  # one of KINDS
-KINDS: tuple[Kind, ...] = ("integer", "real", "text", "date", "boolean")
+Kind = Literal["integer", "real", "text", "date", "boolean"]
 
 
 @dataclass(frozen=True, slots=True)
