@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from progress_sql.testsuite.fuzz import fuzz_database, gold_constants, root_column, table_order
-from progress_sql.testsuite.profile import DatabaseProfile, read_profile
+from progress_sql.testsuite.fuzz import fuzz_database, gold_constants, join_links, root_column, table_order
+from progress_sql.testsuite.profile import DatabaseProfile, ForeignKey, read_profile
 from tests.conftest import build_database
 
 GOLDS = (
@@ -19,6 +19,7 @@ GOLDS = (
     "SELECT count(*) FROM assignment WHERE hours BETWEEN 5 AND 11 AND project IN ('atlas', 'hermes')",
     "SELECT name FROM dept WHERE budget >= 50000.5 OR name LIKE '%Sup%'",
     "SELECT emp_id FROM assignment WHERE emp_id = 3",
+    "SELECT T1.name FROM emp AS T1 JOIN review AS T2 ON T2.emp_ref = T1.emp_id WHERE T2.score > 3",
 )
 
 
@@ -110,6 +111,20 @@ def test_constants_and_near_misses_show_up(profile: DatabaseProfile, tmp_path: P
     assert {4, 5, 6, 10, 11, 12} <= seen  # the BETWEEN bounds and their neighbours
     assert "Sales" in seen
     assert {"sales", "SALES", "Sale", "ales", "Sales x"} & seen
+
+
+def test_undeclared_join_links_make_joins_find_rows(profile: DatabaseProfile, tmp_path: Path) -> None:
+    joins = join_links(GOLDS, profile)
+    # The declared emp.dept_id -> dept link is not repeated; the joined review.emp_ref gets one.
+    assert joins == {"review": (ForeignKey(("emp_ref",), "emp", ("emp_id",)),)}
+    for k in range(5):
+        path = tmp_path / f"{k}.sqlite"
+        fuzz_database(profile, gold_constants(GOLDS, profile), f"j{k}", path, joins)
+        with sqlite3.connect(path) as conn:
+            employees = {e for (e,) in conn.execute("SELECT emp_id FROM emp")}
+            refs = {r for (r,) in conn.execute("SELECT emp_ref FROM review")}
+        assert refs <= employees | {None}
+        assert refs
 
 
 def test_invalid_foreign_key_declarations_are_reported_and_exempted(tmp_path: Path) -> None:

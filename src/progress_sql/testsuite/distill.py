@@ -32,7 +32,7 @@ from progress_sql.data.schema import Schema
 from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import Preset, get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database, gold_constants, profile_schema
+from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database, gold_constants, join_links, profile_schema
 from progress_sql.testsuite.neighbors import neighbour_candidates
 from progress_sql.testsuite.profile import read_profile
 from progress_sql.types import ExecResult
@@ -219,12 +219,13 @@ def build_schema_suite(
         ]
         note(f"{db_id}: neighbours ready")
         constants = gold_constants([g.sql for g in on_original], profile)
+        joins = join_links([g.sql for g in on_original], profile)
         reports: list[FuzzReport] = []
         covers: list[set[tuple[int, int]]] = []
         exclusions: list[dict[int, str]] = []
         for k in range(config.pool):
             path = str(work / pool_name(k))
-            reports.append(fuzz_database(profile, constants, f"{config.seed}:{db_id}:{k}", path))
+            reports.append(fuzz_database(profile, constants, f"{config.seed}:{db_id}:{k}", path, joins))
             items, left_out = _judge_pool_database(path, on_original, preset, executors, limits)
             covers.append(items)
             exclusions.append(left_out)

@@ -171,6 +171,45 @@ def gold_constants(golds: Iterable[str], profile: DatabaseProfile) -> dict[Colum
     return {key: tuple(values) for key, values in found.items()}
 
 
+def join_links(golds: Iterable[str], profile: DatabaseProfile) -> dict[str, tuple[ForeignKey, ...]]:
+    """Undeclared foreign keys that the gold queries join on (``T1.uid = T2.airline``), per child
+    table: the fuzzer draws the child column from the parent's rows so that such joins find rows.
+    The parent is the side that is a single-column key (or, when both or neither are, the table
+    filled first). Links already declared are left out; these are never checked as constraints."""
+    schema = profile_schema(profile)
+    order = {t.name.lower(): i for i, t in enumerate(table_order(profile))}
+    found: dict[str, dict[ForeignKey, None]] = {}
+    for sql in golds:
+        tree = parse_for_odt(sql, schema)
+        if not isinstance(tree, exp.Expr):
+            continue
+        aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+        for node in tree.find_all(exp.EQ):
+            left, right = node.this, node.expression
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                continue
+            sides = []
+            for column in (left, right):
+                tables = _column_tables(column, aliases, profile)
+                info = profile.table(tables[0]) if len(tables) == 1 else None
+                target = info.column(column.name) if info else None
+                if info is None or target is None:
+                    break
+                sides.append((info, target.name))
+            if len(sides) != 2 or sides[0][0].name == sides[1][0].name:
+                continue
+            keys = [(t.primary_key == (c,) or (c,) in t.uniques) for t, c in sides]
+            if keys[0] != keys[1]:
+                parent, child = (sides[0], sides[1]) if keys[0] else (sides[1], sides[0])
+            else:
+                parent, child = sorted(sides, key=lambda side: order[side[0].name.lower()])
+            if _parent_of(profile, child[0], child[1]) is not None:
+                continue  # declared already
+            link = ForeignKey((child[1],), parent[0].name, (parent[1],))
+            found.setdefault(child[0].name.lower(), {})[link] = None
+    return {table: tuple(links) for table, links in found.items()}
+
+
 def _as_column_value(value: SQLValue, column: ColumnInfo) -> SQLValue | None:
     """The constant as the column stores it (``"80000"`` against an INTEGER column is the number
     80000, by SQLite's affinity rules), or None when it cannot be such a value."""
@@ -263,12 +302,16 @@ def _table_rows(
     generators: Mapping[str, ColumnGenerator],
     parents: Mapping[str, list[tuple[SQLValue, ...]]],
     rng: random.Random,
+    joins: Sequence[ForeignKey] = (),
 ) -> list[list[SQLValue]]:
     names = [c.name for c in table.columns]
     position = {n.lower(): i for i, n in enumerate(names)}
     links: list[tuple[list[int], list[int], str]] = []  # (child positions, parent positions, parent)
     taken: set[int] = set()
-    for fk in table.foreign_keys:
+    own = table.name.lower()
+    # Declared foreign keys first; then the gold queries' join links whose parent is already filled.
+    usable_joins = [j for j in joins if j.parent.lower() in parents or j.parent.lower() == own]
+    for fk in (*table.foreign_keys, *usable_joins):
         parent_columns = resolve_parent_columns(profile, fk)
         parent = profile.table(fk.parent)
         if parent_columns is None or parent is None:
@@ -287,7 +330,6 @@ def _table_rows(
             for i, c in enumerate(table.columns)
         ]
         rows.append(row)
-    own = table.name.lower()
     for child_positions, parent_positions, parent_name in links:
         for row in rows:
             candidates = parents.get(parent_name, []) if parent_name != own else [tuple(r) for r in rows]
@@ -343,8 +385,15 @@ def _check_foreign_keys(conn: sqlite3.Connection, profile: DatabaseProfile) -> t
     return invalid, removed
 
 
-def fuzz_database(profile: DatabaseProfile, constants: Constants, seed: str, out: str | Path) -> FuzzReport:
-    """Write a random database with ``profile``'s schema to ``out`` (replaced if present)."""
+def fuzz_database(
+    profile: DatabaseProfile,
+    constants: Constants,
+    seed: str,
+    out: str | Path,
+    joins: Mapping[str, Sequence[ForeignKey]] | None = None,
+) -> FuzzReport:
+    """Write a random database with ``profile``'s schema to ``out`` (replaced if present).
+    ``joins``: undeclared links per child table (:func:`join_links`) to draw values through."""
     rng = random.Random(seed)
     fresh_p = 0.0 if rng.random() < 0.3 else 0.2
     order = table_order(profile)
@@ -357,7 +406,8 @@ def fuzz_database(profile: DatabaseProfile, constants: Constants, seed: str, out
         parents: dict[str, list[tuple[SQLValue, ...]]] = {}
         for table in order:
             generators = {c.name: _generator(table, c, constants, fresh_p, rng) for c in table.columns}
-            rows = _table_rows(profile, table, sizes[table.name.lower()], generators, parents, rng)
+            links = (joins or {}).get(table.name.lower(), ())
+            rows = _table_rows(profile, table, sizes[table.name.lower()], generators, parents, rng, links)
             columns = ", ".join(_quote(c.name) for c in table.columns)
             marks = ", ".join("?" for _ in table.columns)
             insert = f"INSERT OR IGNORE INTO {_quote(table.name)} ({columns}) VALUES ({marks})"
