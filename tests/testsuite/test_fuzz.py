@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from progress_sql.testsuite.fuzz import fuzz_database, gold_constants, join_links, root_column, table_order
-from progress_sql.testsuite.profile import DatabaseProfile, ForeignKey, read_profile
+from progress_sql.testsuite.fuzz import fuzz_database
+from progress_sql.testsuite.hints import gold_constants, join_links
+from progress_sql.testsuite.profile import DatabaseProfile, ForeignKey, read_profile, root_column, table_order
 from tests.conftest import build_database
 
 GOLDS = (

@@ -32,9 +32,10 @@ from progress_sql.data.schema import Schema
 from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import Preset, get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database, gold_constants, join_links, profile_schema
+from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database
+from progress_sql.testsuite.hints import gold_constants, join_links
 from progress_sql.testsuite.neighbors import neighbour_candidates
-from progress_sql.testsuite.profile import read_profile
+from progress_sql.testsuite.profile import profile_schema, read_profile
 from progress_sql.types import ExecResult
 
 Progress = Callable[[str], None]  # called with a short note after each step

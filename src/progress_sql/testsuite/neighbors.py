@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from progress_sql.data.schema import Schema
 from progress_sql.odt.normalize import parse_for_odt
-from progress_sql.testsuite.fuzz import literal_value
+from progress_sql.testsuite.hints import literal_value
 
 #: At most this many neighbours per gold (a deterministic sample beyond it).
 MAX_NEIGHBOURS = 150

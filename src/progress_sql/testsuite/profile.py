@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from progress_sql.data.schema import Schema
 from progress_sql.errors import DatasetError
 from progress_sql.types import SQLValue
 
@@ -36,6 +37,7 @@ DATE_FORMATS: tuple[str, ...] = (
     "%b %d, %Y",
 )
 
+ColumnKey = tuple[str, str]  # (table, column), lower-cased
 Kind = Literal["integer", "real", "text", "date", "boolean"]
 
 
@@ -212,3 +214,69 @@ def _table(conn: sqlite3.Connection, name: str, sql: str) -> TableInfo:
     )
     rows = int(conn.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
     return TableInfo(name, tuple(columns), primary_key, tuple(uniques), foreign_keys, rows, has_rowid)
+
+
+def profile_schema(profile: DatabaseProfile) -> Schema:
+    """The table / column names of a profile, as the ODT's normalization wants them."""
+    return Schema.from_mapping({t.name: [c.name for c in t.columns] for t in profile.tables.values()})
+
+
+def root_column(profile: DatabaseProfile, table: str, column: str) -> ColumnKey:
+    """Follow foreign keys from (table, column) to the column that has no parent (where its values
+    are generated)."""
+    seen = {(table, column)}
+    while True:
+        info = profile.table(table)
+        parent = None if info is None else parent_of(profile, info, column)
+        if parent is None or parent in seen:
+            return table, column
+        seen.add(parent)
+        table, column = parent
+
+
+def parent_of(profile: DatabaseProfile, info: TableInfo, column: str) -> ColumnKey | None:
+    for fk in info.foreign_keys:
+        parent_columns = resolve_parent_columns(profile, fk)
+        for child, parent in zip(fk.columns, parent_columns or (), strict=False):
+            if child.lower() == column.lower():
+                return fk.parent.lower(), parent.lower()
+    return None
+
+
+def resolve_parent_columns(profile: DatabaseProfile, fk: ForeignKey) -> tuple[str, ...] | None:
+    """The parent's columns a foreign key points at (its primary key when the declaration names
+    none), or None when the parent table or a column does not exist."""
+    parent = profile.table(fk.parent)
+    if parent is None:
+        return None
+    columns = fk.parent_columns
+    if any(parent.column(c) is None for c in columns) and len(parent.primary_key) == len(columns):
+        columns = parent.primary_key
+    if any(parent.column(c) is None for c in columns):
+        return None
+    return tuple(c for c in columns)
+
+
+def table_order(profile: DatabaseProfile) -> list[TableInfo]:
+    """Tables parents first (self references ignored; a cycle is broken in declaration order)."""
+    remaining = list(profile.tables.values())
+    placed: list[TableInfo] = []
+    names: set[str] = set()
+    while remaining:
+        ready = next(
+            (
+                t
+                for t in remaining
+                if all(
+                    fk.parent.lower() in names
+                    or fk.parent.lower() == t.name.lower()
+                    or profile.table(fk.parent) is None
+                    for fk in t.foreign_keys
+                )
+            ),
+            remaining[0],
+        )
+        remaining.remove(ready)
+        placed.append(ready)
+        names.add(ready.name.lower())
+    return placed
