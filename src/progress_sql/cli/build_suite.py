@@ -82,12 +82,22 @@ def build_suite_command(
         disable=json_output,
     ) as bar:
         job = bar.add_task(f"{len(jobs)} schemas, pool {pool}", total=len(jobs))
+        judged = bar.add_task("fuzzed databases judged", total=len(jobs) * pool)
+        parallel = (workers or os.cpu_count() or 1) > 1 and len(jobs) > 1
 
         def finished(suite: SchemaSuite) -> None:
             bar.update(job, advance=1, description=f"{suite.db_id} done ({len(suite.databases)} databases)")
+            if parallel:  # steps inside a worker process are not heard: count the schema's pool at once
+                bar.advance(judged, pool)
+
+        def step(note: str) -> None:
+            if "pool database" in note:
+                bar.advance(judged, 1)
 
         try:
-            suites = build_suites(jobs, out, config, workers=workers or os.cpu_count() or 1, on_done=finished)
+            suites = build_suites(
+                jobs, out, config, workers=workers or os.cpu_count() or 1, on_done=finished, on_step=step
+            )
         except ProgressSQLError as error:  # an unreadable database: say which
             fail(str(error))
     manifest = write_manifest(out, config, suites, versions())

@@ -13,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig, build_schema_suite
+from progress_sql.testsuite.distill import Progress, SchemaSuite, SuiteConfig, build_schema_suite
 from progress_sql.types import Example
 
 
@@ -40,8 +40,8 @@ def schema_jobs(examples: Sequence[Example]) -> tuple[list[SchemaJob], list[str]
     return jobs, missing
 
 
-def _build(job: SchemaJob, out: str, config: SuiteConfig) -> SchemaSuite:
-    return build_schema_suite(job.db_id, job.db_path, job.golds, out, config)
+def _build(job: SchemaJob, out: str, config: SuiteConfig, progress: Progress | None = None) -> SchemaSuite:
+    return build_schema_suite(job.db_id, job.db_path, job.golds, out, config, progress)
 
 
 def build_suites(
@@ -51,12 +51,14 @@ def build_suites(
     *,
     workers: int = 1,
     on_done: Callable[[SchemaSuite], None] | None = None,
+    on_step: Progress | None = None,
 ) -> list[SchemaSuite]:
-    """Build every job's suite under ``out``; ``workers`` > 1 runs schemas in parallel processes."""
+    """Build every job's suite under ``out``; ``workers`` > 1 runs schemas in parallel processes.
+    ``on_step`` hears each step inside a schema (only when schemas are built in this process)."""
     done: list[SchemaSuite] = []
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
-            done.append(_build(job, str(out), config))
+            done.append(_build(job, str(out), config, on_step))
             if on_done is not None:
                 on_done(done[-1])
     else:
