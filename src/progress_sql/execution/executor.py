@@ -128,7 +128,8 @@ def open_readonly(
     """Open ``db_path`` read-only with the authorizer, ``query_only`` and SQLite limits in place.
 
     ``reverse_unordered`` sets ``PRAGMA reverse_unordered_selects``: unordered scans run backwards,
-    so a result that depends on scan order (ties at a LIMIT, a bare column of a group) changes.
+    so a result that depends on scan order (a LIMIT without ORDER BY, a bare column of a group)
+    changes.
     Raises sqlite3.Error when the file cannot be opened (it is never created).
     """
     path = Path(db_path)

@@ -8,8 +8,9 @@ For one schema and all the gold queries on it:
    already differs there are covered by the original;
 2. a pool of ``pool`` fuzzed databases (:mod:`.fuzz`) seeded by (seed, db_id, k);
 3. on every pool database, each gold runs twice, scanning tables forwards and backwards: a gold that
-   fails, times out, exceeds the row cap or whose result depends on scan order there (ties at a
-   LIMIT) drops that database *for that gold*; otherwise the neighbours still alive run, and those
+   fails, times out, exceeds the row cap or whose result depends on scan order there (a LIMIT
+   without ORDER BY, a bare column of a group; SQLite breaks ORDER BY ties by the rest of the sorted
+   row, so those do not count) drops that database *for that gold*; otherwise the neighbours still alive run, and those
    whose result differs are what the database covers;
 4. greedy set cover up to ``max_dbs`` databases in all (the original counts as one); besides the
    neighbours, each gold's own original result written as constants is an item to cover (a
@@ -182,7 +183,7 @@ def _judge_pool_database(
         if problem is None:
             reverse = _run(backward, path, preset, gold.sql, limits)
             if _usable(reverse) is None and not judge(preset, gold.sql, results, reverse[0]).match:
-                problem = "gold result depends on scan order (ties)"
+                problem = "gold result depends on scan order"
         if problem is not None:
             left_out[g] = problem
             continue

@@ -1,7 +1,7 @@
 """The suite folder's ``manifest.json``: how the suite was built (seed, pool, cap, preset, limits,
 versions), per database the files chosen, and per gold query the files it is judged on and its
 neighbour coverage. Evaluation reads it to leave out, for one gold, the suite files on which that
-gold fails or is order-dependent; without a manifest every ``<db_id>/*.sqlite`` file counts.
+gold fails or depends on scan order; without a manifest every ``<db_id>/*.sqlite`` file counts.
 
 The manifest holds no timings or absolute times, so rebuilding with the same seed rewrites it
 identically (the original databases' paths aside).
