@@ -49,6 +49,8 @@ def test_build_then_eval_reports_ts_below_ex(task: Path) -> None:
     assert metrics["execution_accuracy"] == 1.0
     assert metrics["test_suite_accuracy"] == 0.0
     assert metrics["ts_scored"] == 4
+    assert metrics["ex_minus_ts"] == 1.0
+    assert "| EX - TS (points), same examples | 100.00 |" in (task / "out" / "report.md").read_text()
 
 
 @pytest.mark.parametrize(
