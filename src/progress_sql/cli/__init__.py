@@ -13,8 +13,16 @@ import typer
 from progress_sql import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "compare-runs", "demo", "diagnose", "eval", "export", "reward-bound", "rollout", "train",
-)  # fmt: skip
+    "build-suite",
+    "compare-runs",
+    "demo",
+    "diagnose",
+    "eval",
+    "export",
+    "reward-bound",
+    "rollout",
+    "train",
+)
 
 app = typer.Typer(
     name="progress-sql",

@@ -288,7 +288,8 @@ def _print(metrics: dict[str, Any], out: Path, preset: str) -> None:
     )
     if metrics["ts_scored"]:
         stdout.print(
-            f"test-suite accuracy: {100 * metrics['test_suite_accuracy']:.2f}% ({metrics['ts_scored']} examples)"
+            f"test-suite accuracy: {100 * metrics['test_suite_accuracy']:.2f}% ({metrics['ts_scored']} examples; "
+            f"EX - TS on them: {100 * metrics['ex_minus_ts']:.2f} points)"
         )
     for level, block in metrics["by_level"].items():
         value = block["execution_accuracy"]

@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import ConfigError, GoldQueryError
-from progress_sql.evaluation.harness import gold_results
+from progress_sql.evaluation.harness import gold_results, suite_match
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import Preset, get_preset, judge
 from progress_sql.execution.executor import ExecLimits
@@ -39,7 +40,10 @@ FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+
 @dataclass(frozen=True, slots=True)
 class EnvConfig:
     """Settings of the refinement loop. ``feedback`` ``tags`` is the paper's; the richer levels add
-    the database's error message and a short preview of the result."""
+    the database's error message and a short preview of the result. With ``suite`` (a folder built
+    by ``progress-sql build-suite``), a turn matches only when its result also agrees with the gold
+    on every suite database of the example's gold (test-suite accuracy), so that an answer which is
+    right on the original database by accident (a hard-coded value) earns no match."""
 
     max_turns: int = 4
     preset: str = "strict"
@@ -52,8 +56,11 @@ class EnvConfig:
     reward: str = "progressive"
     progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
     odt: OdtConfig = field(default_factory=OdtConfig)
+    suite: str | None = None
 
     def __post_init__(self) -> None:
+        if self.suite is not None and not Path(self.suite).is_dir():
+            raise ConfigError(f"EnvConfig.suite: test-suite folder not found: {self.suite}")
         if self.max_turns < 1:
             raise ConfigError(f"EnvConfig.max_turns must be >= 1, got {self.max_turns}")
         if self.feedback not in FEEDBACK_LEVELS:
@@ -178,6 +185,13 @@ class SQLRefineEnv:
         clock.lap("execute")
         verdict = judge(self.preset, example.gold_sql, gold.results, result) if extracted.sql else None
         match = verdict is not None and verdict.match
+        verdict_status: str = verdict.status if verdict is not None else "no_sql"
+        if match and extracted.sql and self.config.suite is not None:
+            match, _judged = suite_match(
+                example, self.preset.prepare_pred(extracted.sql), self.preset, self.pool,
+                suite=Path(self.config.suite), limits=self.limits, cache=self.cache,
+            )  # fmt: skip
+            verdict_status = "match" if match else "suite_mismatch"
         clock.lap("compare")
         diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
         clock.lap("odt")
@@ -196,7 +210,7 @@ class SQLRefineEnv:
             exec_status=result.status if extracted.sql else "no_sql",
             exec_error=result.error,
             match=match,
-            verdict=verdict.status if verdict is not None else "no_sql",
+            verdict=verdict_status,
             f_struct=diagnosis.f_struct,
             f_lex=diagnosis.f_lex,
             f=diagnosis.f,

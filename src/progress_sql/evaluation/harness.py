@@ -204,11 +204,46 @@ class EvalRecord:
     preset: str = ""
 
 
-def suite_databases(suite: Path | None, db_id: str) -> list[str]:
-    """The test-suite databases of ``db_id``: ``suite/<db_id>/*.sqlite``, sorted."""
+def suite_databases(suite: Path | None, db_id: str, gold_sql: str | None = None) -> list[str]:
+    """The test-suite databases of ``db_id``: ``suite/<db_id>/*.sqlite``, sorted; when the suite's
+    manifest (``progress-sql build-suite``) lists ``gold_sql``, only the files it assigns to that
+    gold (those on which it runs and does not depend on scan order), in the manifest's order."""
     if suite is None:
         return []
+    if gold_sql is not None:
+        from progress_sql.testsuite.manifest import gold_databases
+
+        assigned = gold_databases(suite, db_id, gold_sql)
+        if assigned is not None:
+            return [str(suite / db_id / name) for name in assigned if (suite / db_id / name).is_file()]
     return [str(p) for p in sorted((suite / db_id).glob("*.sqlite"))]
+
+
+def suite_match(
+    example: Example,
+    pred_sql: str,
+    preset: Preset,
+    pool: ExecutionPool,
+    *,
+    suite: Path,
+    limits: ExecLimits = DEFAULT_LIMITS,
+    cache: GoldCache | None = None,
+) -> tuple[bool, int]:
+    """Whether a prediction (already prepared by ``preset``) that matches on the original database
+    also matches on every suite database of its gold, and on how many it was judged. Databases run
+    one at a time and the first disagreement ends the check; a suite database on which the gold
+    fails is left out, as in :func:`evaluate`."""
+    cache = cache if cache is not None else GoldCache()
+    judged = 0
+    for db in suite_databases(suite, example.db_id, example.gold_sql):
+        gold = gold_results([replace(example, db_path=db)], preset, pool, limits=limits, cache=cache)[0]
+        verdict = judge(preset, example.gold_sql, gold, pool.run(ExecJob(db, pred_sql, limits)))
+        if verdict.status == "gold_invalid":
+            continue
+        judged += 1
+        if not verdict.match:
+            return False, judged
+    return True, judged
 
 
 def evaluate(
@@ -298,14 +333,15 @@ def evaluate(
             f_struct=round(diagnosis.f_struct, 6),
         )
         records[example.index] = record
-        databases = suite_databases(suite, example.db_id)
-        if databases:
-            if record.match:
+        databases = suite_databases(suite, example.db_id, example.gold_sql)
+        # A database folder in the suite with no file for this gold: the suite is the original alone.
+        if databases or (suite is not None and (suite / example.db_id).is_dir()):
+            if record.match and databases:
                 chosen_sql = sqls[chosen]
                 assert chosen_sql is not None
                 pending_ts.extend((example, chosen_sql, db) for db in databases)
             else:
-                records[example.index] = replace(record, ts_match=False, ts_databases=len(databases))
+                records[example.index] = replace(record, ts_match=record.match, ts_databases=len(databases))
     _judge_suites(pending_ts, records, preset, pool, limits, cache, run_unique, progress)
     return [
         records.get(e.index)

@@ -4,6 +4,7 @@
   with several samples it is the majority vote's accuracy (Vote@N) and ``first_sample_accuracy``
   is the first sample's;
 - ``test_suite_accuracy`` (TS): over the scored examples that have suite databases;
+  ``ex_minus_ts``: the share of those that EX accepts and TS rejects (EX - TS on the same examples);
 - ``valid_sql_rate``: answers that executed to a result; ``sample_valid_rate``: the same over all
   samples; ``format_rate``: samples whose response followed the output format (model text only);
 - ``pass_at_k``: the unbiased estimator averaged over the scored examples;
@@ -48,6 +49,8 @@ def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
         "ts_scored": len(with_suite),
         "ts_matched": sum(bool(r.ts_match) for r in with_suite),
         "test_suite_accuracy": _ratio(sum(bool(r.ts_match) for r in with_suite), len(with_suite)),
+        # EX minus TS over the same examples (those with a suite): the share EX accepts and TS rejects.
+        "ex_minus_ts": _ratio(sum(r.match and not r.ts_match for r in with_suite), len(with_suite)),
     }
 
 

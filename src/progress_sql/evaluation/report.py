@@ -80,6 +80,7 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         lines.append(
             f"| TS (%), {metrics['ts_scored']} examples with a suite | {_pct(metrics['test_suite_accuracy'])} |"
         )
+        lines.append(f"| EX - TS (points), same examples | {_pct(metrics['ex_minus_ts'])} |")
     if "first_sample_accuracy" in metrics:
         lines.append(f"| first sample EX (%) | {_pct(metrics['first_sample_accuracy'])} |")
     lines += [

@@ -122,9 +122,14 @@ def _lossy_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def open_readonly(db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS) -> sqlite3.Connection:
+def open_readonly(
+    db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS, *, reverse_unordered: bool = False
+) -> sqlite3.Connection:
     """Open ``db_path`` read-only with the authorizer, ``query_only`` and SQLite limits in place.
 
+    ``reverse_unordered`` sets ``PRAGMA reverse_unordered_selects``: unordered scans run backwards,
+    so a result that depends on scan order (a LIMIT without ORDER BY, a bare column of a group)
+    changes.
     Raises sqlite3.Error when the file cannot be opened (it is never created).
     """
     path = Path(db_path)
@@ -134,6 +139,8 @@ def open_readonly(db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS) -> s
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only = ON")
+        if reverse_unordered:
+            conn.execute("PRAGMA reverse_unordered_selects = ON")
         setlimit: Callable[[int, int], int] | None = getattr(conn, "setlimit", None)  # Python >= 3.11
         if setlimit is not None:
             setlimit(_LIMIT_LENGTH, limits.max_value_bytes)
@@ -154,9 +161,10 @@ class Executor:
     :class:`~progress_sql.execution.pool.ExecutionPool`, which adds memory isolation and a hard kill.
     """
 
-    def __init__(self, max_connections: int = 16) -> None:
+    def __init__(self, max_connections: int = 16, *, reverse_unordered: bool = False) -> None:
         self._connections: OrderedDict[tuple[str, ExecLimits], sqlite3.Connection] = OrderedDict()
         self._max_connections = max_connections
+        self._reverse_unordered = reverse_unordered
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -169,7 +177,7 @@ class Executor:
         if conn is not None:
             self._connections.move_to_end(key)
             return conn
-        conn = open_readonly(db_path, limits)
+        conn = open_readonly(db_path, limits, reverse_unordered=self._reverse_unordered)
         self._connections[key] = conn
         if len(self._connections) > self._max_connections:
             _, oldest = self._connections.popitem(last=False)

@@ -1,0 +1,99 @@
+"""The suite folder's ``manifest.json``: how the suite was built (seed, pool, cap, preset, limits,
+versions), per database the files chosen, and per gold query the files it is judged on and its
+neighbour coverage. Evaluation reads it to leave out, for one gold, the suite files on which that
+gold fails or depends on scan order; without a manifest every ``<db_id>/*.sqlite`` file counts.
+
+The manifest holds no timings or absolute times, so rebuilding with the same seed rewrites it
+identically (the original databases' paths aside).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from progress_sql.errors import DatasetError
+from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+def coverage_summary(suites: Sequence[SchemaSuite]) -> dict[str, Any]:
+    """Mean, quantiles and a histogram of per-gold neighbour coverage over every gold with neighbours."""
+    values = sorted(g.coverage for s in suites for g in s.golds if g.coverage is not None)
+    golds = sum(len(s.golds) for s in suites)
+    if not values:
+        return {"golds": golds, "with_neighbours": 0, "mean": None}
+    bins = {"<0.5": 0, "0.5-0.8": 0, "0.8-0.9": 0, "0.9-1.0": 0, "1.0": 0}
+    for value in values:
+        key = "1.0" if value >= 1 else "0.9-1.0" if value >= 0.9 else "0.8-0.9" if value >= 0.8 else "0.5-0.8"
+        bins["<0.5" if value < 0.5 else key] += 1
+    quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return {
+        "golds": golds,
+        "with_neighbours": len(values),
+        "mean": round(statistics.fmean(values), 6),
+        "min": values[0],
+        "p25": round(quartiles[0], 6),
+        "median": round(quartiles[1], 6),
+        "p75": round(quartiles[2], 6),
+        "histogram": bins,
+        "neighbours": sum(g.neighbours for s in suites for g in s.golds),
+        "golds_with_problems": sum(g.problem is not None for s in suites for g in s.golds),
+        "golds_whose_answer_changes": sum(g.answer_changes for s in suites for g in s.golds),
+    }
+
+
+def manifest_dict(config: SuiteConfig, suites: Sequence[SchemaSuite], versions: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "config": asdict(config),
+        "versions": dict(versions),
+        "coverage": coverage_summary(suites),
+        "databases": {
+            s.db_id: {
+                "original": s.original,
+                "suite": list(s.databases),
+                "pool": s.pool_size,
+                "invalid_foreign_keys": s.invalid_foreign_keys,
+                "golds": [asdict(g) | {"databases": list(g.databases)} for g in s.golds],
+            }
+            for s in sorted(suites, key=lambda s: s.db_id)
+        },
+    }
+
+
+def write_manifest(
+    out: str | Path, config: SuiteConfig, suites: Sequence[SchemaSuite], versions: Mapping[str, str]
+) -> Path:
+    path = Path(out) / MANIFEST
+    text = json.dumps(manifest_dict(config, suites, versions), indent=2, ensure_ascii=False, sort_keys=False)
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
+@lru_cache(maxsize=8)
+def _gold_databases(manifest: Path, mtime_ns: int) -> dict[tuple[str, str], tuple[str, ...]]:
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        return {
+            (db_id, gold["sql"]): tuple(gold["databases"])
+            for db_id, entry in data["databases"].items()
+            for gold in entry["golds"]
+        }
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DatasetError(f"cannot read the suite manifest {manifest}: {error}") from error
+
+
+def gold_databases(suite: Path, db_id: str, gold_sql: str) -> tuple[str, ...] | None:
+    """The suite files (names) the manifest assigns to this gold, or None without a manifest entry."""
+    manifest = suite / MANIFEST
+    if not manifest.is_file():
+        return None
+    return _gold_databases(manifest, manifest.stat().st_mtime_ns).get((db_id, gold_sql))
