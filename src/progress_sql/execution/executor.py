@@ -122,10 +122,14 @@ def _lossy_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def open_readonly(db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS) -> sqlite3.Connection:
+def open_readonly(
+    db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS, pragmas: tuple[str, ...] = ()
+) -> sqlite3.Connection:
     """Open ``db_path`` read-only with the authorizer, ``query_only`` and SQLite limits in place.
 
-    Raises sqlite3.Error when the file cannot be opened (it is never created).
+    ``pragmas`` (trusted text such as ``"reverse_unordered_selects = ON"``) are set before the
+    authorizer, which refuses PRAGMA changes afterwards. Raises sqlite3.Error when the file cannot
+    be opened (it is never created).
     """
     path = Path(db_path)
     if not path.is_file():
@@ -134,6 +138,8 @@ def open_readonly(db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS) -> s
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only = ON")
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
         setlimit: Callable[[int, int], int] | None = getattr(conn, "setlimit", None)  # Python >= 3.11
         if setlimit is not None:
             setlimit(_LIMIT_LENGTH, limits.max_value_bytes)
@@ -154,9 +160,10 @@ class Executor:
     :class:`~progress_sql.execution.pool.ExecutionPool`, which adds memory isolation and a hard kill.
     """
 
-    def __init__(self, max_connections: int = 16) -> None:
+    def __init__(self, max_connections: int = 16, pragmas: tuple[str, ...] = ()) -> None:
         self._connections: OrderedDict[tuple[str, ExecLimits], sqlite3.Connection] = OrderedDict()
         self._max_connections = max_connections
+        self._pragmas = pragmas
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -169,7 +176,7 @@ class Executor:
         if conn is not None:
             self._connections.move_to_end(key)
             return conn
-        conn = open_readonly(db_path, limits)
+        conn = open_readonly(db_path, limits, self._pragmas)
         self._connections[key] = conn
         if len(self._connections) > self._max_connections:
             _, oldest = self._connections.popitem(last=False)
