@@ -80,8 +80,9 @@ def order_dependence(ctx: AuditContext) -> str | None:
     copy with rows reversed and scans reversed, and one shuffled): LIMIT without ORDER BY, ties,
     bare columns, ``group_concat``.
 
-    Fires: ``SELECT name, max(age) FROM singer`` when two singers share the top age. Does not fire:
-    ``SELECT max(age) FROM singer``.
+    Fires: ``SELECT name, count(*) FROM singer`` (the name comes from an arbitrary row). Does not
+    fire: ``SELECT count(*) FROM singer``. SQLite keeps the first row reaching a MAX/MIN whatever
+    the scan order, so ties under a single MAX/MIN are not exposed here (G07 and G10 cover them).
     """
     if not ctx.gold_ok or ctx.copies is None:
         return None
@@ -94,12 +95,12 @@ def order_dependence(ctx: AuditContext) -> str | None:
 
 @check("G19", "join-fanout-count", "perturbation")
 def join_fanout_count(ctx: AuditContext) -> str | None:
-    """``COUNT(*)`` or ``COUNT(col)`` over a join counts the rows of no single table: for every
-    table of the join, counting its distinct rows instead gives another result (double counting).
+    """A COUNT over a join counts repeated rows: ``COUNT(T.col)`` differs from counting the distinct
+    rows of T, or ``COUNT(*)`` differs from counting the distinct rows of every table of the join.
 
-    Fires: ``SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id JOIN song
-    AS T3 ON T1.id = T3.singer_id`` (song pairs). Does not fire: ``SELECT count(*) FROM singer AS T1
-    JOIN song AS T2 ON T1.id = T2.singer_id`` (it counts songs).
+    Fires: ``SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id JOIN
+    song AS T3 ON T1.singer_id = T3.singer_id`` (song pairs). Does not fire: ``SELECT count(*) FROM
+    singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id`` (it counts songs).
     """
     if not ctx.gold_ok or ctx.tree is None:
         return None
@@ -107,8 +108,14 @@ def join_fanout_count(ctx: AuditContext) -> str | None:
         select = count.find_ancestor(exp.Select)
         if not isinstance(select, exp.Select) or not select.args.get("joins") or isinstance(count.this, exp.Distinct):
             continue
+        if isinstance(count.this, exp.Column) and count.this.table:
+            candidates = [count.this.table]
+        elif isinstance(count.this, exp.Star):
+            candidates = list(level_tables(select))
+        else:
+            continue
         alternatives = []
-        for alias in level_tables(select):
+        for alias in candidates:
             rewritten = ctx.tree.copy()
             target = list(rewritten.find_all(exp.Count))[index]
             target.set("this", exp.Distinct(expressions=[exp.column("rowid", table=alias)]))
@@ -118,7 +125,7 @@ def join_fanout_count(ctx: AuditContext) -> str | None:
             alternatives.append(f"{alias}: {_rows(distinct, 2)}")
         else:
             if alternatives:
-                return shorten(f"{count.sql()} = {_rows(ctx.gold, 2)}; distinct rows per table: {'; '.join(alternatives)}")
+                return shorten(f"{count.sql()} = {_rows(ctx.gold, 2)}; counting distinct rows of {'; '.join(alternatives)}")
     return None
 
 
