@@ -23,7 +23,11 @@ PLANTED = (
     ("Who is the oldest singer?", "SELECT name FROM singer ORDER BY age DESC LIMIT 1", "G07"),
     ("Which singer, and how many singers are there?", "SELECT name, count(*) FROM singer", "G12"),
     ("Which singers come from France?", "SELECT name FROM singer WHERE country = 'france'", "G14"),
-    ("What share of singers is over 30?", "SELECT count(*) / (SELECT count(*) FROM singer) FROM singer WHERE age > 30", "G13"),
+    (
+        "What share of singers is over 30?",
+        "SELECT count(*) / (SELECT count(*) FROM singer) FROM singer WHERE age > 30",
+        "G13",
+    ),
     ("Which singers are older than 100?", "SELECT name FROM singer WHERE age > 100", "G03"),
 )
 CLEAN = ("How many singers are there?", "SELECT count(*) FROM singer")
@@ -57,16 +61,21 @@ def test_audit_is_read_only_and_leaves_no_temporary_copy(tmp_path: Path) -> None
     other = build_database("audit.sql", tmp_path / "other")
     examples = _examples(db) + [Example(99, q, "other", str(other), sql) for q, sql, _ in PLANTED]
     records = audit_examples(examples, workers=2, scratch_dir=scratch)
-    assert "G12" in records[1].fired and "G12" in records[-4].fired  # copies were built and used
+    assert "G12" in records[1].fired
+    assert "G12" in records[-4].fired
     assert _fingerprint(db) == before
     assert sorted(p.name for p in db.parent.iterdir()) == files_before  # no journal, no -wal
     assert list(scratch.iterdir()) == []
 
 
 def test_copies_are_removed_when_a_check_raises(audit_db: Path, tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError), PerturbedCopies(audit_db, tmp_path) as copies:
-        assert copies.path("reversed").is_file()
-        raise RuntimeError("boom")
+    def audit_and_fail() -> None:
+        with PerturbedCopies(audit_db, tmp_path) as copies:
+            assert copies.path("reversed").is_file()
+            raise RuntimeError("a check failed")
+
+    with pytest.raises(RuntimeError, match="a check failed"):
+        audit_and_fail()
     assert list(tmp_path.iterdir()) == []
 
 
@@ -114,9 +123,11 @@ def test_examples_without_database_pass_execution_filters(tmp_path: Path) -> Non
     random_gold = Example(1, "q", "nowhere", missing, "SELECT name FROM singer ORDER BY random() LIMIT 1")
     assert apply_filter([empty, random_gold], "rl-default").kept == (empty, random_gold)
     strict = apply_filter([empty, random_gold], "strict")  # G11 is static: it still applies
-    assert strict.kept == (empty,) and strict.dropped[0].reasons[0].startswith("G11")
+    assert strict.kept == (empty,)
+    assert strict.dropped[0].reasons[0].startswith("G11")
     (record,) = audit_examples([empty])
-    assert record.gold_status == "missing-db" and not record.db_available
+    assert record.gold_status == "missing-db"
+    assert not record.db_available
 
 
 def test_audit_command_writes_records_report_and_plot(audit_db: Path, tmp_path: Path) -> None:
@@ -136,7 +147,8 @@ def test_audit_command_writes_records_report_and_plot(audit_db: Path, tmp_path: 
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert records[2]["findings"][-1]["evidence"].endswith("stored as 'France'")
     report = (out / "report.md").read_text()
-    assert "## G07 tie-at-limit (1)" in report and "last kept row" in report
+    assert "## G07 tie-at-limit (1)" in report
+    assert "last kept row" in report
     assert (out / "counts.png").stat().st_size > 0
 
 

@@ -19,10 +19,22 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
         ("Count to a billion.", _RECURSIVE.format(n=10**9, select="count(*)")),
         ("Count to ten.", _RECURSIVE.format(n=10, select="count(*)")),
     ),
-    "G03": (("Very old singers?", "SELECT name FROM singer WHERE age > 200"), ("Adults?", "SELECT name FROM singer WHERE age > 20")),
-    "G04": (("Mean age of very old singers?", "SELECT avg(age) FROM singer WHERE age > 200"), ("Mean age?", "SELECT avg(age) FROM singer")),
-    "G05": (("How many very old singers?", "SELECT count(*) FROM singer WHERE age > 200"), ("How many singers?", "SELECT count(*) FROM singer")),
-    "G06": (("A singer?", "SELECT name FROM singer LIMIT 1"), ("Youngest singer?", "SELECT name FROM singer ORDER BY age LIMIT 1")),
+    "G03": (
+        ("Very old singers?", "SELECT name FROM singer WHERE age > 200"),
+        ("Adults?", "SELECT name FROM singer WHERE age > 20"),
+    ),
+    "G04": (
+        ("Mean age of very old singers?", "SELECT avg(age) FROM singer WHERE age > 200"),
+        ("Mean age?", "SELECT avg(age) FROM singer"),
+    ),
+    "G05": (
+        ("How many very old singers?", "SELECT count(*) FROM singer WHERE age > 200"),
+        ("How many singers?", "SELECT count(*) FROM singer"),
+    ),
+    "G06": (
+        ("A singer?", "SELECT name FROM singer LIMIT 1"),
+        ("Youngest singer?", "SELECT name FROM singer ORDER BY age LIMIT 1"),
+    ),
     "G07": (
         ("Top two players?", "SELECT name FROM player ORDER BY score DESC LIMIT 2"),
         ("Top player?", "SELECT name FROM player ORDER BY score DESC LIMIT 1"),
@@ -43,32 +55,65 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
         ("Singers born before this year?", "SELECT name FROM singer WHERE birth_year < strftime('%Y', 'now')"),
         ("Singers born before 2020?", "SELECT name FROM singer WHERE birth_year < strftime('%Y', '2020-01-01')"),
     ),
-    "G12": (("A singer and the number of singers?", "SELECT name, count(*) FROM singer"), ("Number of singers?", "SELECT count(*) FROM singer")),
+    "G12": (
+        ("A singer and the number of singers?", "SELECT name, count(*) FROM singer"),
+        ("Number of singers?", "SELECT count(*) FROM singer"),
+    ),
     "G13": (
         ("Share of singers over 30?", "SELECT count(*) / (SELECT count(*) FROM singer) FROM singer WHERE age > 30"),
-        ("Share of singers over 30?", "SELECT CAST(count(*) AS REAL) / (SELECT count(*) FROM singer) FROM singer WHERE age > 30"),
+        (
+            "Share of singers over 30?",
+            "SELECT CAST(count(*) AS REAL) / (SELECT count(*) FROM singer) FROM singer WHERE age > 30",
+        ),
     ),
-    "G14": (("Singers from France?", "SELECT name FROM singer WHERE country = 'france'"), ("Singers from France?", "SELECT name FROM singer WHERE country = 'France'")),
-    "G15": (("Singers from Atlantis?", "SELECT name FROM singer WHERE country = 'Atlantis'"), ("Singers from Spain?", "SELECT name FROM singer WHERE country = 'Spain'")),
-    "G16": (("Singers older than 30?", "SELECT name FROM singer WHERE age >= 30"), ("Singers older than 30?", "SELECT name FROM singer WHERE age > 30")),
+    "G14": (
+        ("Singers from France?", "SELECT name FROM singer WHERE country = 'france'"),
+        ("Singers from France?", "SELECT name FROM singer WHERE country = 'France'"),
+    ),
+    "G15": (
+        ("Singers from Atlantis?", "SELECT name FROM singer WHERE country = 'Atlantis'"),
+        ("Singers from Spain?", "SELECT name FROM singer WHERE country = 'Spain'"),
+    ),
+    "G16": (
+        ("Singers older than 30?", "SELECT name FROM singer WHERE age >= 30"),
+        ("Singers older than 30?", "SELECT name FROM singer WHERE age > 30"),
+    ),
     "G17": (
         ("List all singers with the highest age.", "SELECT name FROM singer ORDER BY age DESC LIMIT 1"),
         ("Who is the oldest singer?", "SELECT name FROM singer ORDER BY age DESC LIMIT 1"),
     ),
-    "G18": (("Countries of singers?", "SELECT country FROM singer"), ("Countries of singers?", "SELECT DISTINCT country FROM singer")),
+    "G18": (
+        ("Countries of singers?", "SELECT country FROM singer"),
+        ("Countries of singers?", "SELECT DISTINCT country FROM singer"),
+    ),
     "G19": (
         (
             "How many songs do singers have?",
             "SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id "
             "JOIN song AS T3 ON T1.singer_id = T3.singer_id",
         ),
-        ("How many songs do singers have?", "SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id"),
+        (
+            "How many songs do singers have?",
+            "SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id",
+        ),
     ),
     "G20": (("Mean net worth?", "SELECT avg(net_worth) FROM singer"), ("Oldest age?", "SELECT max(age) FROM singer")),
-    "G21": (("Everything about singers.", "SELECT * FROM singer"), ("How many singers?", "SELECT count(*) FROM singer")),
-    "G22": (("Numbers to 10001.", _RECURSIVE.format(n=10_001, select="x")), ("Numbers to 10.", _RECURSIVE.format(n=10, select="x"))),
-    "G23": (("Names twice.", "SELECT name, name FROM singer"), ("Names and countries.", "SELECT name, country FROM singer")),
-    "G24": (("Which countries?", "SELECT DISTINCT country FROM singer"), ("Which names?", "SELECT DISTINCT name FROM singer")),
+    "G21": (
+        ("Everything about singers.", "SELECT * FROM singer"),
+        ("How many singers?", "SELECT count(*) FROM singer"),
+    ),
+    "G22": (
+        ("Numbers to 10001.", _RECURSIVE.format(n=10_001, select="x")),
+        ("Numbers to 10.", _RECURSIVE.format(n=10, select="x")),
+    ),
+    "G23": (
+        ("Names twice.", "SELECT name, name FROM singer"),
+        ("Names and countries.", "SELECT name, country FROM singer"),
+    ),
+    "G24": (
+        ("Which countries?", "SELECT DISTINCT country FROM singer"),
+        ("Which names?", "SELECT DISTINCT name FROM singer"),
+    ),
 }
 
 
@@ -89,24 +134,32 @@ def test_check_fires_on_its_gold_and_not_on_the_variant(check_id: str, audit_db:
     assert fired.fired == (check_id,), fired
     assert fired.findings[0].evidence
     assert quiet.fired == (), quiet
-    assert not fired.errors and not quiet.errors
+    assert not fired.errors
+    assert not quiet.errors
 
 
 @pytest.mark.parametrize("check_id", sorted(CHECKS))
 def test_docstring_names_a_firing_and_a_quiet_example(check_id: str) -> None:
     doc = " ".join((CHECKS[check_id].function.__doc__ or "").split())
-    assert "Fires:" in doc and "Does not fire:" in doc
+    assert "Fires:" in doc
+    assert "Does not fire:" in doc
 
 
 def test_bare_column_grouped_by_a_key_through_a_join_is_allowed(audit_db: Path) -> None:
-    sql = "SELECT T1.name, count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id GROUP BY T2.singer_id"
+    sql = (
+        "SELECT T1.name, count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id "
+        "GROUP BY T2.singer_id"
+    )
     (record,) = audit_examples([_example(audit_db, "Songs per singer?", sql)], ["G10"])
     assert record.fired == ()
 
 
 def test_double_quoted_literal_is_checked_as_a_string(audit_db: Path) -> None:
-    (record,) = audit_examples([_example(audit_db, "From France?", 'SELECT name FROM singer WHERE country = "france"')], ["G14"])
-    assert record.fired == ("G14",) and "'France'" in record.findings[0].evidence
+    (record,) = audit_examples(
+        [_example(audit_db, "From France?", 'SELECT name FROM singer WHERE country = "france"')], ["G14"]
+    )
+    assert record.fired == ("G14",)
+    assert "'France'" in record.findings[0].evidence
 
 
 def test_tie_in_a_limit_subquery_is_found(audit_db: Path) -> None:

@@ -125,7 +125,9 @@ def join_fanout_count(ctx: AuditContext) -> str | None:
             alternatives.append(f"{alias}: {_rows(distinct, 2)}")
         else:
             if alternatives:
-                return shorten(f"{count.sql()} = {_rows(ctx.gold, 2)}; counting distinct rows of {'; '.join(alternatives)}")
+                return shorten(
+                    f"{count.sql()} = {_rows(ctx.gold, 2)}; counting distinct rows of {'; '.join(alternatives)}"
+                )
     return None
 
 

@@ -29,11 +29,10 @@ def summarize(records: Sequence[AuditRecord], checks: Sequence[Check]) -> dict[s
         "database_missing": sum(1 for r in records if not r.db_available),
         "gold_status": dict(Counter(r.gold_status for r in records)),
         "check_errors": sum(len(r.errors) for r in records),
-        "checks": {
-            c.id: {"name": c.name, "family": c.family, "fired": per_check.get(c.id, 0)} for c in checks
-        },
+        "checks": {c.id: {"name": c.name, "family": c.family, "fired": per_check.get(c.id, 0)} for c in checks},
         "per_database": {
-            db: {"examples": sizes[db], "fired": dict(sorted(per_db.get(db, Counter()).items()))} for db in sorted(sizes)
+            db: {"examples": sizes[db], "fired": dict(sorted(per_db.get(db, Counter()).items()))}
+            for db in sorted(sizes)
         },
     }
 
@@ -44,7 +43,9 @@ def write_records(records: Sequence[AuditRecord], path: Path) -> None:
             handle.write(json.dumps(record.as_dict(), ensure_ascii=False) + "\n")
 
 
-def markdown_report(records: Sequence[AuditRecord], checks: Sequence[Check], summary: dict[str, Any], title: str) -> str:
+def markdown_report(
+    records: Sequence[AuditRecord], checks: Sequence[Check], summary: dict[str, Any], title: str
+) -> str:
     """report.md: the count table, then a few fired examples with their evidence for each check."""
     lines = [
         f"# Gold-query audit: {title}",

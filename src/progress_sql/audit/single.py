@@ -130,7 +130,9 @@ def text_number(ctx: AuditContext) -> str | None:
         distinct = sorted(set(texts))
         if distinct != sorted(distinct, key=lambda v: (float(v), v)):
             share = 100 * len(texts) / len(values)
-            return f"{table}.{info.name}: {share:.0f}% of {len(values)} values are numbers stored as TEXT; used in {use}"
+            return (
+                f"{table}.{info.name}: {share:.0f}% of {len(values)} values are numbers stored as TEXT; used in {use}"
+            )
     return None
 
 
@@ -157,7 +159,9 @@ def _compared_literals(tree: exp.Expr) -> list[tuple[exp.Column, str]]:
             pairs.append((right, left.name))
     for membership in tree.find_all(exp.In):
         if isinstance(membership.this, exp.Column):
-            pairs += [(membership.this, e.name) for e in membership.expressions if isinstance(e, exp.Literal) and e.is_string]
+            pairs += [
+                (membership.this, e.name) for e in membership.expressions if isinstance(e, exp.Literal) and e.is_string
+            ]
     return pairs
 
 

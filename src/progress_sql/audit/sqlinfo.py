@@ -132,7 +132,9 @@ def keyed_query(select: exp.Select, limit: int | None, keep_offset: bool) -> tup
     if not keys:
         return None
     copy = select.copy()
-    copy.set("expressions", [*copy.expressions, *(exp.alias_(k.copy(), f"{KEY_PREFIX}{i}") for i, k in enumerate(keys))])
+    copy.set(
+        "expressions", [*copy.expressions, *(exp.alias_(k.copy(), f"{KEY_PREFIX}{i}") for i, k in enumerate(keys))]
+    )
     copy.set("limit", exp.Limit(expression=exp.Literal.number(limit)) if limit is not None else None)
     if not keep_offset:
         copy.set("offset", None)

@@ -53,7 +53,9 @@ def bare_column(ctx: AuditContext) -> str | None:
         grouped_text = {g.sql().lower() for g in grouped}
         # A grouped column fixes every column equal to it through a join condition.
         fixed = [c for g in grouped if isinstance(g, exp.Column) for c in _join_equals(g, select, ctx)]
-        grouped_columns = {_key(c, ctx) for g in grouped for c in g.find_all(exp.Column)} | {_key(c, ctx) for c in fixed}
+        grouped_columns = {_key(c, ctx) for g in grouped for c in g.find_all(exp.Column)} | {
+            _key(c, ctx) for c in fixed
+        }
         keyed_tables = {
             resolved[0]
             for c in [*(g for g in grouped if isinstance(g, exp.Column)), *fixed]
@@ -155,7 +157,9 @@ def integer_division(ctx: AuditContext) -> str | None:
     real = ctx.run(rewritten.sql(dialect="sqlite"))
     if not real.ok or sorted(map(repr, real.rows)) == sorted(map(repr, ctx.gold.rows)):
         return None
-    return shorten(f"integer division {shown}: gold gives {list(ctx.gold.rows[:3])}, real division {list(real.rows[:3])}")
+    return shorten(
+        f"integer division {shown}: gold gives {list(ctx.gold.rows[:3])}, real division {list(real.rows[:3])}"
+    )
 
 
 def _integer(node: exp.Expr, ctx: AuditContext) -> bool:
@@ -196,7 +200,14 @@ _COMPARATORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 _FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "=", "!=": "!="}
-_OPERATORS: dict[type[exp.Expr], str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "=", exp.NEQ: "!="}
+_OPERATORS: dict[type[exp.Expr], str] = {
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.EQ: "=",
+    exp.NEQ: "!=",
+}
 
 
 @check("G16", "question-literal-mismatch", "static")
@@ -275,7 +286,10 @@ def wide_or_star(ctx: AuditContext) -> str | None:
     outer = ctx.tree if isinstance(ctx.tree, exp.Select) else next(selects(ctx.tree), None)
     if outer is None:
         return None
-    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)) for e in outer.expressions):
+    if any(
+        isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+        for e in outer.expressions
+    ):
         return "SELECT * at the outermost level"
     if len(outer.expressions) > MAX_WIDTH:
         return f"{len(outer.expressions)} result columns (more than {MAX_WIDTH})"

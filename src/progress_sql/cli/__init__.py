@@ -12,7 +12,16 @@ import typer
 
 from progress_sql import __version__
 
-COMMAND_MODULES: tuple[str, ...] = ("audit", "compare-runs", "demo", "diagnose", "eval", "reward-bound", "rollout", "train")
+COMMAND_MODULES: tuple[str, ...] = (
+    "audit",
+    "compare-runs",
+    "demo",
+    "diagnose",
+    "eval",
+    "reward-bound",
+    "rollout",
+    "train",
+)
 
 app = typer.Typer(
     name="progress-sql",

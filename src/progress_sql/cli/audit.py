@@ -41,9 +41,7 @@ def register(app: typer.Typer) -> None:
             if not examples:
                 fail(f"no example of {task} uses database {db!r}")
         started = time.perf_counter()
-        records = audit_examples(
-            examples, [c.id for c in selected], workers=workers, timeout_s=timeout, progress=True
-        )
+        records = audit_examples(examples, [c.id for c in selected], workers=workers, timeout_s=timeout, progress=True)
         seconds = time.perf_counter() - started
         out.mkdir(parents=True, exist_ok=True)
         write_records(records, out / "records.jsonl")
