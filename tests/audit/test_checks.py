@@ -166,3 +166,10 @@ def test_tie_in_a_limit_subquery_is_found(audit_db: Path) -> None:
     sql = "SELECT count(*) FROM singer WHERE name = (SELECT name FROM singer ORDER BY age DESC LIMIT 1)"
     (record,) = audit_examples([_example(audit_db, "Is the oldest singer unique?", sql)], ["G07"])
     assert record.fired == ("G07",)
+
+
+def test_docs_catalogue_table_is_current() -> None:
+    from progress_sql.audit.report import catalogue_table
+    from tests.conftest import REPO_ROOT
+
+    assert catalogue_table() in (REPO_ROOT / "docs" / "audit.md").read_text(encoding="utf-8")

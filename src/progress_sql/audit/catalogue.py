@@ -44,6 +44,13 @@ class Check:
         return " ".join(doc.split("\n\n")[0].split())
 
     @property
+    def examples(self) -> tuple[str, str]:
+        """The docstring's firing example and its quiet variant ("Fires: ... Does not fire: ...")."""
+        doc = " ".join((self.function.__doc__ or "").split())
+        fires, _, quiet = doc.partition("Fires:")[2].partition("Does not fire:")
+        return fires.strip(), quiet.strip()
+
+    @property
     def needs_database(self) -> bool:
         return self.family != "static"
 

@@ -78,6 +78,9 @@ def markdown_report(
 
 def catalogue_table() -> str:
     """The catalogue as a Markdown table (docs/audit.md embeds it)."""
-    rows = ["| id | name | family | what fires |", "|---|---|---|---|"]
-    rows += [f"| {c.id} | {c.name} | {c.family} | {c.summary} |" for c in CHECKS.values()]
+    rows = ["| id | name | family | what fires | fires on | does not fire on |", "|---|---|---|---|---|---|"]
+    for c in CHECKS.values():
+        summary = c.summary.split(" Fires:")[0].replace("|", "/")
+        fires, quiet = (text.replace("|", "/") for text in c.examples)
+        rows.append(f"| {c.id} | {c.name} | {c.family} | {summary} | {fires} | {quiet} |")
     return "\n".join(rows)

@@ -64,6 +64,6 @@ def _plot(summary: dict, path: Path, task: str) -> None:  # type: ignore[type-ar
 
     counts = [(f"{i} {e['name']}", int(e["fired"])) for i, e in summary["checks"].items()]
     try:
-        audit_counts_plot(counts, path, f"gold audit: {task} ({summary['examples']} examples)")
+        audit_counts_plot(counts, path, f"gold audit: {Path(task).name} ({summary['examples']} examples)")
     except PlottingUnavailableError as error:
         stdout.print(f"[yellow]no plot:[/] {error}")
