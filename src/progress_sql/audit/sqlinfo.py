@@ -72,18 +72,6 @@ def resolve_column(column: exp.Column, tables: Tables) -> tuple[str, ColumnInfo]
     return (owners[0], tables[owners[0]][name]) if len(owners) == 1 else None
 
 
-def inside_aggregate(node: exp.Expr, level: exp.Select) -> bool:
-    """Whether ``node`` sits inside an aggregate function of query level ``level`` (not a window)."""
-    parent = node.parent
-    while parent is not None and parent is not level:
-        if isinstance(parent, exp.AggFunc) and not isinstance(parent.parent, exp.Window):
-            return True
-        if isinstance(parent, exp.Select):
-            return False
-        parent = parent.parent
-    return False
-
-
 def is_aggregate_level(select: exp.Select) -> bool:
     """GROUP BY, or an aggregate function (not a window function) in the select list."""
     if select.args.get("group"):
