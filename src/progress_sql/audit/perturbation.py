@@ -108,7 +108,8 @@ def order_dependence(ctx: AuditContext) -> str | None:
 @check("G19", "join-fanout-count", "perturbation")
 def join_fanout_count(ctx: AuditContext) -> str | None:
     """A COUNT over a join counts repeated rows: ``COUNT(T.col)`` differs from counting the distinct
-    rows of T, or ``COUNT(*)`` differs from counting the distinct rows of every table of the join.
+    rows of T (unless the level groups by a column of T), or ``COUNT(*)`` differs from counting the
+    distinct rows of every table of the join.
 
     Fires: ``SELECT count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id JOIN
     song AS T3 ON T1.singer_id = T3.singer_id`` (song pairs). Does not fire: ``SELECT count(*) FROM
@@ -121,6 +122,8 @@ def join_fanout_count(ctx: AuditContext) -> str | None:
         if not isinstance(select, exp.Select) or not select.args.get("joins") or isinstance(count.this, exp.Distinct):
             continue
         if isinstance(count.this, exp.Column) and count.this.table:
+            if count.this.table.lower() in _grouped_tables(select):
+                continue  # one row of that table per group: counting its column counts the joined rows
             candidates = [count.this.table]
         elif isinstance(count.this, exp.Star):
             candidates = list(level_tables(select))
@@ -141,6 +144,11 @@ def join_fanout_count(ctx: AuditContext) -> str | None:
                     f"{count.sql()} = {_rows(ctx.gold, 2)}; counting distinct rows of {'; '.join(alternatives)}"
                 )
     return None
+
+
+def _grouped_tables(select: exp.Select) -> set[str]:
+    group = select.args.get("group")
+    return {c.table.lower() for c in group.find_all(exp.Column) if c.table} if group is not None else set()
 
 
 @check("G24", "distinct-strip", "perturbation")
