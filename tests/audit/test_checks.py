@@ -173,3 +173,11 @@ def test_docs_catalogue_table_is_current() -> None:
     from tests.conftest import REPO_ROOT
 
     assert catalogue_table() in (REPO_ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
+
+
+def test_case_mismatch_is_found_behind_an_absent_literal(audit_db: Path) -> None:
+    sql = "SELECT name FROM singer WHERE country = 'Atlantis' OR country = 'spain'"
+    (record,) = audit_examples([_example(audit_db, "From Atlantis or Spain?", sql)], ["G14", "G15"])
+    assert record.fired == ("G14", "G15")
+    assert record.findings[0].evidence.endswith("stored as 'Spain'")
+    assert "'Atlantis'" in record.findings[1].evidence

@@ -59,7 +59,7 @@ def markdown_report(
     total = max(1, summary["examples"])
     for item in checks:
         fired = summary["checks"][item.id]["fired"]
-        lines.append(f"| {item.id} | {item.name} | {item.family} | {fired} | {100 * fired / total:.1f}% |")
+        lines.append(f"| {item.id} | {item.name} | {item.family} | {fired} | {100 * fired / total:.2f}% |")
     for item in checks:
         hits = [r for r in records if item.id in r.fired]
         lines += ["", f"## {item.id} {item.name} ({len(hits)})", "", item.summary, ""]

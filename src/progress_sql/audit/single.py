@@ -165,10 +165,11 @@ def _compared_literals(tree: exp.Expr) -> list[tuple[exp.Column, str]]:
     return pairs
 
 
-def _literal_lookup(ctx: AuditContext) -> tuple[str, str | None] | None:
-    """The first compared string literal stored nowhere exactly: (description, a case-insensitive match)."""
+def _unmatched_literals(ctx: AuditContext) -> list[tuple[str, str | None]]:
+    """Compared string literals stored nowhere exactly: (description, a case-insensitive match or None)."""
     if not ctx.gold_ok or ctx.tree is None:
-        return None
+        return []
+    found: list[tuple[str, str | None]] = []
     for column, literal in _compared_literals(ctx.tree):
         resolved = resolve_column(column, ctx.tables)
         if resolved is None:
@@ -180,8 +181,8 @@ def _literal_lookup(ctx: AuditContext) -> tuple[str, str | None] | None:
             continue
         loose = ctx.run(f"SELECT {quote_identifier(info.name)} {where} COLLATE NOCASE LIMIT 1")
         stored = str(loose.rows[0][0]) if loose.ok and loose.rows else None
-        return f"{literal!r} is not a stored value of {table}.{info.name}", stored
-    return None
+        found.append((f"{literal!r} is not a stored value of {table}.{info.name}", stored))
+    return found
 
 
 @check("G14", "case-literal", "execution")
@@ -191,10 +192,8 @@ def case_mismatched_literal(ctx: AuditContext) -> str | None:
 
     Fires: ``WHERE country = 'france'`` when 'France' is stored. Does not fire: ``WHERE country = 'France'``.
     """
-    found = _literal_lookup(ctx)
-    if found is None or found[1] is None:
-        return None
-    return shorten(f"{found[0]}; stored as {found[1]!r}")
+    mismatched = [(text, stored) for text, stored in _unmatched_literals(ctx) if stored is not None]
+    return shorten(f"{mismatched[0][0]}; stored as {mismatched[0][1]!r}") if mismatched else None
 
 
 @check("G15", "literal-absent", "execution")
@@ -204,8 +203,8 @@ def absent_literal(ctx: AuditContext) -> str | None:
 
     Fires: ``WHERE country = 'Atlantis'``. Does not fire: ``WHERE country = 'Spain'``.
     """
-    found = _literal_lookup(ctx)
-    return shorten(found[0]) if found is not None and found[1] is None else None
+    absent = [text for text, stored in _unmatched_literals(ctx) if stored is None]
+    return shorten(absent[0]) if absent else None
 
 
 @check("G18", "duplicate-rows", "execution")
