@@ -25,6 +25,7 @@ from typing import Any
 
 from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
 from progress_sql.audit.catalogue import CHECKS
+from progress_sql.audit.filters import FILTER_SETS
 
 AUDIT_DOC = ROOT / "docs" / "audit.md"
 EXAMPLES_PER_CHECK = 3
@@ -62,6 +63,15 @@ def _relative(args: list[str]) -> list[str]:
     return [os.path.relpath(a, ROOT) if a.startswith("/") else a for a in args]
 
 
+def _dropped_by_filter(out: Path) -> dict[str, int]:
+    """How many examples each filter set would drop, from the audit's records (all checks ran)."""
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {
+        name: sum(1 for r in records if set(r["fired"]) & set(filter_set.checks))
+        for name, filter_set in FILTER_SETS.items()
+    }
+
+
 def _examples(out: Path, check_id: str) -> list[dict[str, Any]]:
     records = [json.loads(line) for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()]
     return [r for r in records if check_id in r["fired"]][:EXAMPLES_PER_CHECK]
@@ -92,6 +102,7 @@ def main() -> None:
         examples = {
             check_id: [(name, r) for name in runs for r in _examples(folders[name], check_id)] for check_id in CHECKS
         }
+        dropped = {name: _dropped_by_filter(folders[name]) for name in runs}
     command = f"{shlex.join(['.venv/bin/python', 'bench/audit.py', *sys.argv[1:]])}"
     train, base = statistics.median(train_times), statistics.median(baseline)
     lines = ["## Audit", "", "Gold-query audit (`progress-sql audit`, all checks) timed with `/usr/bin/time -v` on a",
@@ -126,6 +137,12 @@ def main() -> None:
         counts.append(f"{name}: {s['examples']} examples, {s['with_findings']} with a finding, "
                       f"{s['database_missing']} without their database (static checks only), "
                       f"gold status {s['gold_status']}, check errors {s['check_errors']}.")  # fmt: skip
+    counts += ["", "Examples each filter set drops (from the same records):", "",
+               "| filter set | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]  # fmt: skip
+    for filter_name in FILTER_SETS:
+        shares = {n: (dropped[n][filter_name], 100 * dropped[n][filter_name] / summaries[n]["examples"]) for n in runs}
+        cells = " | ".join(f"{count} ({share:.1f}%)" for count, share in shares.values())
+        counts.append(f"| {filter_name} | {cells} |")
     counts += ["", "### Examples per check", ""]
     for check_id, item in CHECKS.items():
         counts.append(f"**{check_id} {item.name}**" + ("" if examples[check_id] else ": fired on none of them."))
