@@ -156,3 +156,18 @@ def vote_share_histogram(shares: Sequence[float], path: Path, title: str) -> Pat
     axis.set_title(title, fontsize=10)
     axis.spines[["top", "right"]].set_visible(False)
     return _finish(plt, figure, path)
+
+
+def audit_counts_plot(counts: Sequence[tuple[str, int]], path: Path, title: str) -> Path:
+    """Horizontal bars: how many examples each audit check fired on (``(label, count)`` pairs)."""
+    plt = _pyplot()
+    labels = [label for label, _ in counts]
+    values = [value for _, value in counts]
+    figure, axis = plt.subplots(figsize=(6.5, 0.3 * len(labels) + 1.5), dpi=110)
+    bars = axis.barh(labels[::-1], values[::-1], color="#2a6f97")
+    axis.bar_label(bars, padding=2, fontsize=8)
+    axis.set_xlabel("examples on which the check fired")
+    axis.set_xlim(0, max([*values, 1]) * 1.15)
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    return _finish(plt, figure, path)

@@ -1,21 +1,16 @@
 """`progress-sql export --filter`: the gold-audit data filters (progress_sql.audit.filters, the
-implementation `train` uses) wired into export.
-
-MERGE NOTE: the filter tests below need ``progress_sql.audit.filters`` from the gold-audit branch;
-until that branch is merged they are skipped with that reason, and from the merge on they run. The
-first test runs everywhere: ``--filter none`` never needs the audit module.
-"""
+implementation `train` uses) wired into export; ``rl-default`` unless ``--filter`` says otherwise."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from progress_sql.audit.filters import FILTER_SETS
 from progress_sql.cli import app
 from tests.conftest import build_database
 
@@ -42,20 +37,17 @@ def export(data: Path, out: Path, *extra: str) -> Any:
     )  # fmt: skip
 
 
-def test_filter_none_needs_no_audit_module(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "progress_sql.audit.filters", None)  # as if it were not installed
-    result = export(data, tmp_path / "all.jsonl")
+def test_filter_none_keeps_every_example(data: Path, tmp_path: Path) -> None:
+    result = export(data, tmp_path / "all.jsonl", "--filter", "none")
     assert result.exit_code == 0, result.output
     assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 8
-    result = export(data, tmp_path / "strict.jsonl", "--filter", "strict")
-    assert result.exit_code == 2
-    assert "needs progress_sql.audit.filters" in result.stderr
+    assert BROKEN_GOLD in (tmp_path / "all.jsonl").read_text()
+    assert not (tmp_path / "all.dropped.jsonl").exists()
 
 
 def test_rl_default_drops_a_failing_gold_and_writes_it_beside_the_output(data: Path, tmp_path: Path) -> None:
-    pytest.importorskip("progress_sql.audit.filters", reason="MERGE NOTE: needs the gold-audit branch")
     out = tmp_path / "kept.jsonl"
-    result = export(data, out, "--filter", "rl-default", "--timeout", "5")
+    result = export(data, out, "--timeout", "5")  # rl-default is the default
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     manifest = json.loads((tmp_path / "kept.manifest.json").read_text())
@@ -70,7 +62,6 @@ def test_rl_default_drops_a_failing_gold_and_writes_it_beside_the_output(data: P
 
 
 def test_unknown_filter_lists_the_filter_sets(data: Path, tmp_path: Path) -> None:
-    filters = pytest.importorskip("progress_sql.audit.filters", reason="MERGE NOTE: needs the gold-audit branch")
     result = export(data, tmp_path / "x.jsonl", "--filter", "loose")
     assert result.exit_code == 2
-    assert all(name in result.stderr for name in filters.FILTER_SETS)
+    assert all(name in result.stderr for name in FILTER_SETS)

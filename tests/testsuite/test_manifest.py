@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from progress_sql.evaluation.harness import suite_databases
 from progress_sql.execution.compare import get_preset
-from progress_sql.execution.executor import DEFAULT_LIMITS, Executor
+from progress_sql.execution.executor import DEFAULT_LIMITS, REVERSED_SCANS, Executor
 from progress_sql.testsuite.distill import _greedy_cover, _judge_pool_database, _on_original
 from progress_sql.testsuite.manifest import MANIFEST, coverage_summary
 from progress_sql.testsuite.profile import profile_schema, read_profile
@@ -27,7 +27,7 @@ def test_scan_order_dependent_gold_leaves_the_database_out(tmp_path: Path) -> No
     tied = build_database("ties.sql", tmp_path / "t")
     preset = get_preset("spider")
     schema = profile_schema(read_profile(original))
-    executors = (Executor(), Executor(reverse_unordered=True))
+    executors = (Executor(), Executor(pragmas=REVERSED_SCANS))
     golds = [_on_original(sql, str(original), schema, preset, executors[0], DEFAULT_LIMITS) for sql in (TIED, ALL_TIES)]
     covers, left_out = _judge_pool_database(str(tied), golds, preset, executors, DEFAULT_LIMITS)
     assert left_out == {0: "gold result depends on scan order"}
@@ -70,7 +70,7 @@ def test_coverage_summary_of_nothing() -> None:
 
 def test_reverse_scan_changes_only_order_dependent_results(tmp_path: Path) -> None:
     db = build_database("ties.sql", tmp_path)
-    forward, backward = Executor(), Executor(reverse_unordered=True)
+    forward, backward = Executor(), Executor(pragmas=REVERSED_SCANS)
     try:
         for sql, changes in [(TIED, True), ("SELECT name FROM member ORDER BY age DESC, name LIMIT 1", False)]:
             first, second = forward.run(db, sql), backward.run(db, sql)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,23 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown task" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--filter", "lenient"])
+    assert result.exit_code == 2
+    assert "unknown filter set 'lenient'" in result.output
+
+
+def test_training_examples_are_filtered_with_reasons_beside_the_run(tmp_path: Path, music_dir: Path) -> None:
+    from progress_sql.data.tasks import load_task
+    from progress_sql.training.recipe import filter_training_examples
+
+    examples = load_task(str(music_dir / "questions.json"), music_dir)
+    broken = replace(examples[0], index=99, gold_sql="SELECT name FROM singer WHERE age > 1000")
+    kept = filter_training_examples([*examples, broken], "rl-default", tmp_path)
+    assert broken not in kept
+    dropped = [json.loads(line) for line in (tmp_path / "dropped.jsonl").read_text().splitlines()]
+    assert [(d["index"], d["reasons"][0][:9]) for d in dropped] == [(99, "G03 empty")]
+    assert filter_training_examples([*examples, broken], "none", tmp_path) == [*examples, broken]
+    assert (tmp_path / "dropped.jsonl").read_text() == ""
 
 
 def test_missing_databases_fail_fast(tmp_path: Path) -> None:
@@ -114,5 +132,7 @@ def test_pretrained_model_with_a_chat_template(tmp_path: Path, music_dir: Path) 
     assert result.before["heldout"].n == 1  # every tenth of the six fixture questions
     assert result.rl["progressive"].steps == 1
     assert (tmp_path / "run" / "rl" / "final" / "config.json").is_file()
+    assert (tmp_path / "run" / "dropped.jsonl").is_file()  # the rl-default gold filter ran
+    assert result.data_sizes["dropped_by_filter"] == len((tmp_path / "run" / "dropped.jsonl").read_text().splitlines())
     assert "held-out EX" in result.guard
     assert write_report(result, tmp_path / "run").is_file()

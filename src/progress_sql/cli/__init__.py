@@ -13,6 +13,7 @@ import typer
 from progress_sql import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "audit",
     "build-suite",
     "compare-runs",
     "demo",

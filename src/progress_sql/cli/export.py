@@ -7,7 +7,6 @@ examples whose database is present (it executes their gold); the others pass thr
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from progress_sql.audit.filters import FILTER_SETS, apply_filter, write_dropped
 from progress_sql.cli._common import fail, stderr, stdout, versions, write_json
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError, DatasetError
@@ -31,17 +31,9 @@ def _apply_filter(
 ) -> tuple[list[Example], int]:
     """The gold-audit data filter ``name`` (the implementation ``train`` uses): the kept examples
     and how many were dropped (written to ``dropped_file``). ``none`` keeps everything."""
-    if name == "none":
-        return list(examples), 0
-    try:  # imported by name: the audit module is optional here and lives in its own package
-        filters: Any = importlib.import_module("progress_sql.audit.filters")
-    except ImportError:
-        raise ConfigError(f"data filter {name!r} needs progress_sql.audit.filters, which is not installed") from None
-    if name not in filters.FILTER_SETS:
-        raise ConfigError(f"unknown data filter {name!r}; choose one of {', '.join(sorted(filters.FILTER_SETS))}")
-    outcome = filters.apply_filter(examples, name, workers=workers, timeout_s=timeout_s, progress=True)
+    outcome = apply_filter(examples, name, workers=workers, timeout_s=timeout_s, progress=name != "none")
     if outcome.dropped:
-        filters.write_dropped(outcome, dropped_file)
+        write_dropped(outcome, dropped_file)
     return list(outcome.kept), len(outcome.dropped)
 
 
@@ -84,7 +76,9 @@ def register(app: typer.Typer) -> None:
             None, "--questions", help="Another questions file for the task, relative to --data-dir."
         ),
         mix: Path | None = typer.Option(None, "--mix", help="JSON mixture spec (instead of --task); docs/export.md."),
-        filter_name: str = typer.Option("none", "--filter", help="Data filter: none, rl-default, strict."),
+        filter_name: str = typer.Option(
+            "rl-default", "--filter", help=f"Gold-audit data filter: {', '.join(FILTER_SETS)} (docs/audit.md)."
+        ),
         schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
         workers: int = typer.Option(os.cpu_count() or 1, "--workers", help="Worker processes of the data filter."),
         timeout: float = typer.Option(10.0, "--timeout", help="Seconds per gold query in the data filter."),

@@ -28,6 +28,11 @@ def register(app: typer.Typer) -> None:
         sft_seconds: float = typer.Option(240.0, "--sft-seconds", help="Time budget of the supervised warm start."),
         task: str | None = typer.Option(None, "--task", help="Dataset for a real model (task name or questions file)."),
         data_dir: Path | None = typer.Option(None, "--data-dir", help="Data folder of --task."),
+        data_filter: str = typer.Option(
+            "rl-default",
+            "--filter",
+            help="Gold-audit filter for --task training data: none, rl-default or strict (dropped.jsonl in --out).",
+        ),
         seed: int = typer.Option(0, "--seed"),
         threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
         vllm: str | None = typer.Option(
@@ -48,6 +53,7 @@ def register(app: typer.Typer) -> None:
                 sft_seconds=sft_seconds,
                 seed=seed,
                 threads=threads,
+                data_filter=data_filter,
             )
         except ConfigError as error:
             fail(str(error))

@@ -67,6 +67,9 @@ class ExecLimits:
 
 
 DEFAULT_LIMITS = ExecLimits()
+#: Session pragmas that make unordered scans run backwards: a result that depends on scan order (a LIMIT
+#: without ORDER BY, a bare column of a group) changes under them.
+REVERSED_SCANS: tuple[str, ...] = ("reverse_unordered_selects = ON",)
 
 # Statement kinds a query may start with; anything else (PRAGMA, VACUUM, ATTACH, writes) is refused
 # before SQLite sees it. The authorizer below is the real guard; this gate gives clear messages.
@@ -123,14 +126,13 @@ def _lossy_text(data: bytes) -> str:
 
 
 def open_readonly(
-    db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS, *, reverse_unordered: bool = False
+    db_path: str | Path, limits: ExecLimits = DEFAULT_LIMITS, pragmas: tuple[str, ...] = ()
 ) -> sqlite3.Connection:
     """Open ``db_path`` read-only with the authorizer, ``query_only`` and SQLite limits in place.
 
-    ``reverse_unordered`` sets ``PRAGMA reverse_unordered_selects``: unordered scans run backwards,
-    so a result that depends on scan order (a LIMIT without ORDER BY, a bare column of a group)
-    changes.
-    Raises sqlite3.Error when the file cannot be opened (it is never created).
+    ``pragmas`` (trusted text such as ``"reverse_unordered_selects = ON"``) are set before the
+    authorizer, which refuses PRAGMA changes afterwards. Raises sqlite3.Error when the file cannot
+    be opened (it is never created).
     """
     path = Path(db_path)
     if not path.is_file():
@@ -139,8 +141,8 @@ def open_readonly(
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only = ON")
-        if reverse_unordered:
-            conn.execute("PRAGMA reverse_unordered_selects = ON")
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
         setlimit: Callable[[int, int], int] | None = getattr(conn, "setlimit", None)  # Python >= 3.11
         if setlimit is not None:
             setlimit(_LIMIT_LENGTH, limits.max_value_bytes)
@@ -161,10 +163,10 @@ class Executor:
     :class:`~progress_sql.execution.pool.ExecutionPool`, which adds memory isolation and a hard kill.
     """
 
-    def __init__(self, max_connections: int = 16, *, reverse_unordered: bool = False) -> None:
+    def __init__(self, max_connections: int = 16, pragmas: tuple[str, ...] = ()) -> None:
         self._connections: OrderedDict[tuple[str, ExecLimits], sqlite3.Connection] = OrderedDict()
         self._max_connections = max_connections
-        self._reverse_unordered = reverse_unordered
+        self._pragmas = pragmas
 
     def close(self) -> None:
         for conn in self._connections.values():
@@ -177,7 +179,7 @@ class Executor:
         if conn is not None:
             self._connections.move_to_end(key)
             return conn
-        conn = open_readonly(db_path, limits, reverse_unordered=self._reverse_unordered)
+        conn = open_readonly(db_path, limits, self._pragmas)
         self._connections[key] = conn
         if len(self._connections) > self._max_connections:
             _, oldest = self._connections.popitem(last=False)

@@ -32,7 +32,7 @@ from pathlib import Path
 from progress_sql.data.schema import Schema
 from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import Preset, get_preset, judge
-from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
 from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database
 from progress_sql.testsuite.hints import gold_constants, join_links
 from progress_sql.testsuite.neighbors import neighbour_candidates
@@ -213,7 +213,7 @@ def build_schema_suite(
     original = str(db_path)
     profile = read_profile(db_path)
     schema = profile_schema(profile)
-    executors = (Executor(), Executor(reverse_unordered=True))
+    executors = (Executor(), Executor(pragmas=REVERSED_SCANS))
     work = Path(tempfile.mkdtemp(prefix=f"suite-{db_id}-"))
     try:
         on_original = [

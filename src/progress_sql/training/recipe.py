@@ -50,8 +50,15 @@ class TrainConfig:
     heldout_size: int = 150
     seed: int = 0
     threads: int = 1
+    #: Gold-audit filter set applied to a --task dataset's training examples (the embedded default's
+    #: template golds are generated, so it does not apply there); see progress_sql.audit.filters.
+    data_filter: str = "rl-default"
 
     def __post_init__(self) -> None:
+        from progress_sql.audit.filters import FILTER_SETS
+        from progress_sql.registry import lookup
+
+        lookup(FILTER_SETS, self.data_filter, "filter set")
         if self.compare_reward is not None:
             get_reward(self.compare_reward)
         if self.threads < 1:
@@ -265,10 +272,17 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     held_out = {"heldout": examples[::10]}
-    train = [e for i, e in enumerate(examples) if i % 10]
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
+    candidates = [e for i, e in enumerate(examples) if i % 10]
+    advance = phase(f"gold audit (filter {config.data_filter})", 1)
+    train = filter_training_examples(candidates, config.data_filter, out)
+    advance(1)
+    if not train:
+        raise DatasetError(
+            f"{task}: the filter {config.data_filter!r} dropped every training example (see dropped.jsonl)"
+        )
     try:
         tokenizer = load_tokenizer(config.model)
         model = AutoModelForCausalLM.from_pretrained(config.model)
@@ -280,7 +294,12 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     if cuda:
         model = model.to("cuda")
     fmt: ConversationFormat = ChatTemplateFormat(tokenizer) if tokenizer.chat_template else CompactFormat()
-    result = RunResult(config, data_sizes={"train": len(train), "heldout": len(held_out["heldout"])})
+    sizes = {
+        "train": len(train),
+        "dropped_by_filter": len(candidates) - len(train),
+        "heldout": len(held_out["heldout"]),
+    }
+    result = RunResult(config, data_sizes=sizes)
     prompts = {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}
     advance = phase("EX before RL", 1)
     result.before = evaluate(model, tokenizer, fmt, held_out)
@@ -305,6 +324,16 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     )
     result.seconds = time.perf_counter() - started
     return result
+
+
+def filter_training_examples(examples: Sequence[Example], name: str, out: Path) -> list[Example]:
+    """The examples that filter set ``name`` keeps; the dropped ones, with reasons, go to
+    ``out/dropped.jsonl`` (written even when empty, so a run folder always says what was dropped)."""
+    from progress_sql.audit.filters import apply_filter, write_dropped
+
+    outcome = apply_filter(examples, name)
+    write_dropped(outcome, out / "dropped.jsonl")
+    return list(outcome.kept)
 
 
 def _guard(result: RunResult, sft_dir: Path, out: Path) -> str:

@@ -1,0 +1,119 @@
+"""Named data filters built on the audit checks, shared by ``export`` and ``train``.
+
+A filter set drops every example on which one of its checks fires. ``none`` keeps everything
+without executing anything. Examples whose database file is absent are never dropped by an
+execution or perturbation check (those checks do not run without the database); static checks in a
+set still apply to them.
+
+>>> sorted(FILTER_SETS)
+['none', 'rl-default', 'strict']
+>>> FILTER_SETS["rl-default"].checks
+('G01', 'G02', 'G03', 'G04', 'G12')
+>>> apply_filter([], "none").kept
+()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from progress_sql.audit.catalogue import resolve_checks
+from progress_sql.audit.runner import DEFAULT_TIMEOUT_S, audit_examples
+from progress_sql.registry import lookup
+from progress_sql.types import Example
+
+#: Longest evidence kept with a reason in dropped.jsonl.
+REASON_EVIDENCE_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSet:
+    """A named set of checks; an example is dropped when any of them fires."""
+
+    name: str
+    description: str
+    checks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedExample:
+    """An example a filter removed, with the checks that fired (``"G03 empty: gold returns 0 rows"``)."""
+
+    index: int
+    db_id: str
+    question: str
+    gold_sql: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOutcome:
+    kept: tuple[Example, ...]
+    dropped: tuple[DroppedExample, ...]
+
+
+_RL_DEFAULT = ("G01", "G02", "G03", "G04", "G12")
+
+FILTER_SETS: dict[str, FilterSet] = {
+    s.name: s
+    for s in (
+        FilterSet("none", "keep every example (nothing runs)", ()),
+        FilterSet(
+            "rl-default",
+            "drop golds that fail, time out, return nothing or only NULLs, or depend on row order",
+            _RL_DEFAULT,
+        ),
+        FilterSet(
+            "strict",
+            "rl-default, and golds with ties at a LIMIT boundary or non-deterministic functions",
+            (*_RL_DEFAULT[:4], "G07", "G11", "G12"),
+        ),
+    )
+}
+
+
+def apply_filter(
+    examples: Sequence[Example],
+    name: str,
+    *,
+    workers: int = 1,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: bool = False,
+) -> FilterOutcome:
+    """Audit ``examples`` with the checks of filter set ``name`` and split them into kept and dropped.
+
+    Unknown names raise ConfigError. Execution checks skip examples whose database is absent, so
+    those examples are kept unless a static check of the set fires.
+    """
+    filter_set = lookup(FILTER_SETS, name, "filter set")
+    if not filter_set.checks or not examples:
+        return FilterOutcome(tuple(examples), ())
+    names = {c.id: c.name for c in resolve_checks(filter_set.checks)}
+    records = audit_examples(examples, filter_set.checks, workers=workers, timeout_s=timeout_s, progress=progress)
+    kept: list[Example] = []
+    dropped: list[DroppedExample] = []
+    for example, record in zip(examples, records, strict=True):
+        if not record.findings:
+            kept.append(example)
+            continue
+        reasons = tuple(f"{f.check} {names[f.check]}: {f.evidence[:REASON_EVIDENCE_CHARS]}" for f in record.findings)
+        dropped.append(DroppedExample(example.index, example.db_id, example.question, example.gold_sql, reasons))
+    return FilterOutcome(tuple(kept), tuple(dropped))
+
+
+def write_dropped(outcome: FilterOutcome, path: Path) -> None:
+    """Write the dropped examples as JSON lines (``index, db_id, question, gold_sql, reasons``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for item in outcome.dropped:
+            record = {
+                "index": item.index,
+                "db_id": item.db_id,
+                "question": item.question,
+                "gold_sql": item.gold_sql,
+                "reasons": list(item.reasons),
+            }
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
