@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.audit.sqlinfo import ColumnInfo, Tables, quote_identifier
-from progress_sql.data.schema import Schema
+from progress_sql.data.schema import Schema, connect_readonly
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.odt.normalize import resolve_double_quoted
 from progress_sql.sql.parse import parse_sql
@@ -21,7 +21,7 @@ from progress_sql.types import Example, ExecResult
 def read_tables(db_path: str | Path) -> dict[str, dict[str, ColumnInfo]]:
     """Tables and views of a database with their columns' declared types (opened read-only; the
     executor's authorizer refuses the pragma functions)."""
-    connection = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    connection = connect_readonly(db_path)
     try:
         names = connection.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from progress_sql.data.schema import connect_readonly
 from progress_sql.errors import DatasetError
 
 SchemaProfile = Literal["full", "compact", "none"]
@@ -57,10 +58,7 @@ def _sample_text(value: object, max_chars: int) -> str:
 def read_tables(db_path: str | Path, samples: int = 3, max_sample_chars: int = 40) -> tuple[TableInfo, ...]:
     """Read tables, columns, keys and sample values from a SQLite file opened read-only."""
     path = Path(db_path)
-    if not path.is_file():
-        raise DatasetError(f"database file not found: {path}")
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    connection = connect_readonly(path)
     try:
         names = [
             row[0]

@@ -46,8 +46,10 @@ class Schema:
         return self._column_index.get(column.lower(), ())
 
 
-def read_schema(db_path: str | Path) -> Schema:
-    """Read table and column names from a SQLite file, opened read-only."""
+def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
+    """Open a SQLite file read-only for reading its schema or contents (never creating it);
+    DatasetError when it is missing or cannot be opened. Invalid UTF-8 text reads as replacement
+    characters. Model SQL goes through :mod:`progress_sql.execution` instead, with its guards."""
     path = Path(db_path)
     if not path.is_file():
         raise DatasetError(f"database file not found: {path}")
@@ -55,6 +57,14 @@ def read_schema(db_path: str | Path) -> Schema:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as error:
         raise DatasetError(f"cannot open database {path}: {error}") from error
+    connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    return connection
+
+
+def read_schema(db_path: str | Path) -> Schema:
+    """Read table and column names from a SQLite file, opened read-only."""
+    path = Path(db_path)
+    connection = connect_readonly(path)
     try:
         names = [
             row[0]

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.schema import Schema
+from progress_sql.data.schema import Schema, connect_readonly
 from progress_sql.errors import DatasetError
 from progress_sql.types import SQLValue
 
@@ -87,10 +87,6 @@ class DatabaseProfile:
         return self.tables.get(name.lower())
 
 
-def _lossy(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -157,13 +153,7 @@ _WITHOUT_ROWID = re.compile(r"\bwithout\s+rowid\b", re.IGNORECASE)
 def read_profile(db_path: str | Path) -> DatabaseProfile:
     """Read the profile of a SQLite file (read-only); DatasetError when it cannot be read."""
     path = Path(db_path)
-    if not path.is_file():
-        raise DatasetError(f"database file not found: {path}")
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as error:
-        raise DatasetError(f"cannot open database {path}: {error}") from error
-    conn.text_factory = _lossy
+    conn = connect_readonly(path)
     try:
         entries = conn.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "

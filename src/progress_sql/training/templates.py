@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import random
 import re
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from progress_sql.data.schema import connect_readonly
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.types import Example, SQLValue
 
@@ -186,7 +186,7 @@ def _kind(values: Sequence[SQLValue]) -> ColumnKind:
 def read_database(db_id: str, path: str | Path) -> Database:
     """Tables, columns, foreign keys and sampled distinct values of a SQLite file, opened read-only."""
     db_path = Path(path)
-    connection = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    connection = connect_readonly(db_path)
     try:
         connection.execute("PRAGMA query_only = ON")
         names = [
