@@ -145,6 +145,16 @@ def test_docstring_names_a_firing_and_a_quiet_example(check_id: str) -> None:
     assert "Does not fire:" in doc
 
 
+def test_degenerate_result_found_through_neighbour_queries(audit_db: Path) -> None:
+    """G05's second part: most single-edit neighbours give the gold's result on this database."""
+    nowhere = "SELECT name FROM singer WHERE age > 20 AND country = 'Atlantis'"
+    golds = (nowhere, "SELECT name FROM singer WHERE age > 20")
+    fired, quiet = audit_examples([_example(audit_db, "Who?", sql, i) for i, sql in enumerate(golds)], ["G05"])
+    assert fired.fired == ("G05",)
+    assert "neighbours return the same result" in fired.findings[0].evidence
+    assert quiet.fired == ()
+
+
 def test_bare_column_grouped_by_a_key_through_a_join_is_allowed(audit_db: Path) -> None:
     sql = (
         "SELECT T1.name, count(*) FROM singer AS T1 JOIN song AS T2 ON T1.singer_id = T2.singer_id "

@@ -66,8 +66,12 @@ class AuditContext:
         tree = parse_sql(self.example.gold_sql)
         if not isinstance(tree, exp.Expr):
             return None
-        schema = Schema.from_mapping({t: list(c) for t, c in self.tables.items()}) if self.tables else None
-        return resolve_double_quoted(tree, self.example.gold_sql, schema)
+        return resolve_double_quoted(tree, self.example.gold_sql, self.schema)
+
+    @cached_property
+    def schema(self) -> Schema | None:
+        """Table and column names of the database; None when they could not be read."""
+        return Schema.from_mapping({t: list(c) for t, c in self.tables.items()}) if self.tables else None
 
     def run(self, sql: str, variant: str | None = None) -> ExecResult:
         """``sql`` on the database (``variant`` None) or on one of its perturbed copies."""

@@ -23,7 +23,13 @@ from progress_sql.audit.sqlinfo import (
     resolve_column,
     selects,
 )
+from progress_sql.execution.compare import get_preset, judge
+from progress_sql.testsuite.neighbors import neighbour_candidates
 
+#: G05: neighbours tried per gold, how many must execute, and the share that must agree with the gold.
+DEGENERATE_NEIGHBOURS = 40
+DEGENERATE_MIN_NEIGHBOURS = 5
+DEGENERATE_SHARE = 0.8
 #: More rows than this is a "huge" gold result (G22).
 HUGE_ROWS = 10_000
 #: Share of a column's stored values that must be numbers stored as text for G09.
@@ -75,15 +81,35 @@ def null_only(ctx: AuditContext) -> str | None:
 
 @check("G05", "degenerate", "execution")
 def degenerate(ctx: AuditContext) -> str | None:
-    """The result is a single cell equal to 0: many wrong queries also produce it, so a match
-    says little (the neighbour-query part of the catalogue's G05 is not implemented).
+    """The result cannot tell near-misses apart: a single cell equal to 0, or most single-edit
+    neighbours of the gold (testsuite.neighbors: a dropped condition, a swapped comparison or
+    column, a perturbed literal) return the same result on this database, so an EX match says
+    little about the query (only test-suite databases can).
 
-    Fires: ``SELECT count(*) FROM singer WHERE age > 200``. Does not fire: ``SELECT count(*) FROM singer``.
+    Fires: ``SELECT count(*) FROM singer WHERE age > 200``; ``SELECT name FROM singer WHERE age > 20
+    AND country = 'Atlantis'`` (no such country: nearly every edit of the age condition also returns
+    nothing). Does not fire: ``SELECT count(*) FROM singer``; ``SELECT name FROM singer WHERE age > 20``.
     """
-    if ctx.gold_ok and len(ctx.gold.rows) == 1 and len(ctx.gold.rows[0]) == 1:
+    if not ctx.gold_ok:
+        return None
+    if len(ctx.gold.rows) == 1 and len(ctx.gold.rows[0]) == 1:
         value = ctx.gold.rows[0][0]
         if isinstance(value, (int, float)) and value == 0:
             return f"single cell {value!r}"
+    if ctx.schema is None:
+        return None
+    preset = get_preset("spider")
+    gold = [ctx.gold]
+    same: list[str] = []
+    executed = 0
+    for neighbour in neighbour_candidates(ctx.example.gold_sql, ctx.schema, limit=DEGENERATE_NEIGHBOURS):
+        result = ctx.run(neighbour)
+        if result.ok and not result.truncated:
+            executed += 1
+            if judge(preset, ctx.example.gold_sql, gold, result).match:
+                same.append(neighbour)
+    if executed >= DEGENERATE_MIN_NEIGHBOURS and len(same) >= DEGENERATE_SHARE * executed:
+        return shorten(f"{len(same)} of {executed} neighbours return the same result, e.g. {same[0]}")
     return None
 
 
