@@ -70,7 +70,7 @@ def test_registered_made_and_stepped_mismatch_then_match(rows: list[dict[str, An
     assert opening == prompt
     assert [m["role"] for m in opening] == ["system", "user"]
     assert "CREATE TABLE singer" in opening[1]["content"]
-    assert meta == {"db_id": "music", "max_turns": 3}
+    assert meta == {"db_id": "music", "max_turns": 3, "gold_error": ""}
 
     first = env.step(WRONG)
     assert first["done"] is False
@@ -102,6 +102,18 @@ def test_unbounded_recursive_cte_times_out_as_data(rows: list[dict[str, Any]]) -
     assert last["metadata"]["exec_status"] == "timeout"
     assert last["metadata"]["match"] is False
     assert last["reward"] == last["metadata"]["reward_total"]
+
+
+def test_a_failing_gold_ends_the_episode_with_reward_zero(rows: list[dict[str, Any]]) -> None:
+    """A gold that fails is data for the trainer (reward 0, the reason in the metadata), not a crash."""
+    row = {**rows[0], "reward_spec": {**rows[0]["reward_spec"], "ground_truth": "SELECT nme FROM nowhere"}}
+    env, prompt = make(row)
+    opening, meta = env.init(prompt)
+    assert opening == prompt
+    assert "nowhere" in meta["gold_error"]
+    step = env.step(RIGHT)
+    assert (step["done"], step["reward"], step["observations"]) == (True, 0.0, [])
+    assert step["metadata"]["gold_error"] == meta["gold_error"]
 
 
 def test_step_rewards_add_up_to_the_trajectory_reward(rows: list[dict[str, Any]]) -> None:

@@ -5,6 +5,7 @@ rows from a parquet file through ``RLHFDataset``, the loop instantiated by hydra
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY
 from progress_sql.integrations.verl.agent_loop import STOP_KEY
-from progress_sql.integrations.verl.reward import compute_score
+from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, compute_score
 from progress_sql.types import Example
 from tests.with_verl.conftest import ScriptedServer, answer, compose_verl, dataset_batch, rows_of, write_parquet
 
@@ -104,6 +105,32 @@ def test_t_turns_truncate_the_episode(model_dir: Path, examples: list[Example], 
     ids, mask = valid_response(output, 0)
     assert worker.tokenizer.decode(ids).count("Feedback:") == 2  # no feedback after the last turn
     assert mask[-1] == 1  # the response ends with the model's own eos
+
+
+def test_a_failing_gold_scores_zero_without_stopping_the_batch(
+    model_dir: Path, examples: list[Example], tmp_path: Path
+) -> None:
+    """A row whose gold query fails: the model answers once, nothing runs, the reward is 0 with
+    gold_invalid set; the other trajectories of the batch are unaffected."""
+    good = examples[0]
+    bad = replace(examples[1], gold_sql="SELECT nme FROM no_such_table")
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML)
+    scripts = {good.question: [answer(good.gold_sql)], bad.question: [WRONG, WRONG]}
+    output, _ = rollout(worker, [good, bad], scripts, tmp_path)
+    assert output.non_tensor_batch[STOP_KEY].tolist() == ["match", "gold_invalid"]
+    errors = output.non_tensor_batch[GOLD_ERROR_KEY].tolist()
+    assert errors[0] == ""
+    assert "no_such_table" in errors[1]
+    assert output.non_tensor_batch[TURNS_KEY][1] == []
+    assert valid_response(output, 1)[1].count(1) > 0  # one model turn, trained on with reward 0
+    extra = {TURNS_KEY: [], GOLD_ERROR_KEY: errors[1]}
+    scored = compute_score("spider", WRONG, bad.gold_sql, extra)
+    assert (scored["score"], scored["gold_invalid"]) == (0.0, 1)
+    assert set(scored) == set(compute_score("spider", WRONG, good.gold_sql, {TURNS_KEY: []} | good_info(good)))
+
+
+def good_info(example: Example) -> dict[str, Any]:
+    return rows_of([example])[0]["extra_info"]
 
 
 def test_token_stream_equals_the_chat_template_of_the_conversation(

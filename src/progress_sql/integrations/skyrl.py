@@ -32,7 +32,7 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
-from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import SKYRL_ENV_CLASS
@@ -139,16 +139,30 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         self._last: TurnInfo | None = None
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        """Prepare the gold (raises GoldQueryError when it cannot be used); the exported prompt is
-        the environment's own, so it is returned as given (or built when empty)."""
-        messages = self.env.reset(self.example)
+        """Prepare the gold; the exported prompt is the environment's own, so it is returned as given
+        (or built when empty). A gold that fails or times out (``gold_error`` in the metadata) makes
+        the episode end at the first step with reward 0 instead of raising."""
         self.turns = 0
         self._reward_so_far = 0.0
+        self.gold_error = ""
+        try:
+            messages = self.env.reset(self.example)
+        except GoldQueryError as error:  # one bad row must not end a long training run
+            self.gold_error = str(error)
+            messages = []
         opening = list(prompt) if prompt else [{"role": m["role"], "content": m["content"]} for m in messages]
-        return opening, {"db_id": self.example.db_id, "max_turns": self.max_turns}
+        return opening, {"db_id": self.example.db_id, "max_turns": self.max_turns, "gold_error": self.gold_error}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
+        if self.gold_error:  # nothing to compare with: the episode ends at once with reward 0
+            return BaseTextEnvStepOutput(
+                observations=[],
+                reward=0.0,
+                done=True,
+                metadata={"gold_error": self.gold_error},
+                postprocessed_action=None,
+            )
         result = self.env.step(action)
         self._last = result.info
         done = result.terminated or result.truncated

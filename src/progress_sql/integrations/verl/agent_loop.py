@@ -30,14 +30,16 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 
 from progress_sql.env.core import EnvConfig, FeedbackLevel, SQLRefineEnv
+from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.verl.reward import TURNS_KEY, turn_record
+from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, TURNS_KEY, turn_record
 from progress_sql.integrations.verl.rows import example_from_row
 
 T = TypeVar("T")
 
-#: ``extra_fields`` key saying why the episode ended: match, max_turns or response_length.
+#: ``extra_fields`` key saying why the episode ended: match, max_turns, response_length or gold_invalid
+#: (the row's gold query fails or times out: the model answers once, unexecuted, and scores 0).
 STOP_KEY = "progress_sql_stop"
 
 
@@ -101,8 +103,12 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         example = example_from_row(kwargs.get("extra_info") or {}, kwargs.get("reward_model") or {})
         env = SQLRefineEnv(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
         metrics: dict[str, Any] = {}
+        gold_error: str | None = None
         with simple_timer("tool_calls", metrics):
-            await self._off_loop(env.reset, example)  # runs the gold query once per (db, SQL)
+            try:
+                await self._off_loop(env.reset, example)  # runs the gold query once per (db, SQL)
+            except GoldQueryError as error:  # one bad row must not end a long training run
+                gold_error = str(error)
         prompt_ids: list[int] = await self.ct_build_initial_tokens(messages)
         runtime_ids = list(prompt_ids)
         mask: list[int] = []
@@ -132,6 +138,9 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             )
             runtime_ids = merged.token_ids
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+            if gold_error is not None:  # nothing to compare with: one turn, scored 0 (GOLD_ERROR_KEY)
+                stop = "gold_invalid"
+                break
             with simple_timer("tool_calls", metrics):
                 step = await self._off_loop(env.step, text)
             records.append(turn_record(step.info, text))
@@ -154,5 +163,11 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             response_logprobs=logprobs[:limit] if logprobs is not None else None,
             num_turns=1 + len(records) + feedback_turns,  # verl counts every message, the prompt as one
             metrics=metrics,
-            extra_fields={TURNS_KEY: records, STOP_KEY: stop, "turn_scores": [], "tool_rewards": []},
+            extra_fields={
+                TURNS_KEY: records,
+                STOP_KEY: stop,
+                GOLD_ERROR_KEY: gold_error or "",
+                "turn_scores": [],
+                "tool_rewards": [],
+            },
         )

@@ -29,7 +29,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
-from progress_sql.errors import ConfigError
+from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.verl.rows import example_from_row
@@ -40,6 +40,8 @@ from progress_sql.types import RewardBreakdown, Trajectory, Turn
 
 #: The ``extra_fields`` / ``extra_info`` key of the per-turn record.
 TURNS_KEY = "progress_sql_turns"
+#: Non-empty when the row's gold query could not be used (the error); such an episode scores 0.
+GOLD_ERROR_KEY = "progress_sql_gold_error"
 #: Keyword arguments verl itself may add to the call (reward-model routing); not ours to check.
 _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _WEIGHTS = frozenset(f.name for f in fields(ProgressiveConfig))
@@ -98,6 +100,10 @@ def score_trajectory(trajectory: Trajectory, gold_sql: str, reward: str, weights
     return get_reward(reward).fn(trajectory, RewardContext(gold_sql, progressive=weights))
 
 
+#: A one-turn trajectory without an answer: its reward's component names, for the all-zero result.
+_NO_ANSWER = Trajectory((Turn(sql=None, format_ok=False, executable=False, match=False, f=0.0, response=""),))
+
+
 class _Shared:
     """One execution pool and gold cache per process for the single-turn fallback (created on first use)."""
 
@@ -131,13 +137,24 @@ def compute_score(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """``{"score": total, <component>: value, ..., "num_turns", "k_star" (0: never), "first_turn_f",
-    "from_record" (1: the loop's record, 0: single-turn fallback)}``; verl logs every key."""
+    "from_record" (1: the loop's record, 0: single-turn fallback), "gold_invalid" (1: the gold query
+    failed or timed out, every value 0)}``; verl logs every key."""
     reward, weights = reward_settings(kwargs)
     info = extra_info or {}
     recorded: Sequence[Mapping[str, Any]] | None = info.get(TURNS_KEY)
     from_record = recorded is not None and len(recorded) > 0
-    records = list(recorded or ()) if from_record else _single_turn(solution_str, ground_truth, info, reward, weights)
-    trajectory = trajectory_from_records(records)
+    gold_error = str(info.get(GOLD_ERROR_KEY) or "")
+    if not from_record and not gold_error:
+        try:
+            recorded = _single_turn(solution_str, ground_truth, info, reward, weights)
+        except GoldQueryError as error:
+            gold_error = str(error)
+    if gold_error:  # every key present, all zero: GRPO sees no signal from the row, and logs count it
+        breakdown = score_trajectory(_NO_ANSWER, ground_truth, reward, weights)
+        zeros = {name: 0.0 for name, _ in breakdown.components}
+        return {"score": 0.0, **zeros, "num_turns": 0, "k_star": 0, "first_turn_f": 0.0,
+                "from_record": int(from_record), "gold_invalid": 1}  # fmt: skip
+    trajectory = trajectory_from_records(list(recorded or ()))
     breakdown = score_trajectory(trajectory, ground_truth, reward, weights)
     return {
         "score": breakdown.total,
@@ -146,4 +163,5 @@ def compute_score(
         "k_star": trajectory.k_star or 0,
         "first_turn_f": trajectory.turns[0].f if trajectory.turns else 0.0,
         "from_record": int(from_record),
+        "gold_invalid": 0,
     }
