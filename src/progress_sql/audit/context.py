@@ -73,15 +73,16 @@ class AuditContext:
         """Table and column names of the database; None when they could not be read."""
         return Schema.from_mapping({t: list(c) for t, c in self.tables.items()}) if self.tables else None
 
-    def run(self, sql: str, variant: str | None = None) -> ExecResult:
-        """``sql`` on the database (``variant`` None) or on one of its perturbed copies."""
+    def run(self, sql: str, variant: str | None = None, limits: ExecLimits | None = None) -> ExecResult:
+        """``sql`` on the database (``variant`` None) or on one of its perturbed copies, under the
+        audit's limits or tighter ``limits``."""
         key = (variant or "", sql)
         if key not in self._results:
             if variant is None:
-                self._results[key] = self.executor.run(self.example.db_path, sql, self.limits)
+                self._results[key] = self.executor.run(self.example.db_path, sql, limits or self.limits)
             else:
                 assert self.copies is not None, "perturbed copies are not available"
-                self._results[key] = self.copies.run(variant, sql, self.limits)
+                self._results[key] = self.copies.run(variant, sql, limits or self.limits)
         return self._results[key]
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 from sqlglot import exp
 
@@ -27,9 +28,12 @@ from progress_sql.execution.compare import get_preset, judge
 from progress_sql.testsuite.neighbors import neighbour_candidates
 
 #: G05: neighbours tried per gold, how many must execute, and the share that must agree with the gold.
-DEGENERATE_NEIGHBOURS = 40
+DEGENERATE_NEIGHBOURS = 30
 DEGENERATE_MIN_NEIGHBOURS = 5
 DEGENERATE_SHARE = 0.8
+#: G05: a neighbour may run this many times the gold's time, and at least this many seconds.
+DEGENERATE_TIME_FACTOR = 5.0
+DEGENERATE_MIN_SECONDS = 0.05
 #: More rows than this is a "huge" gold result (G22).
 HUGE_ROWS = 10_000
 #: Share of a column's stored values that must be numbers stored as text for G09.
@@ -100,13 +104,18 @@ def degenerate(ctx: AuditContext) -> str | None:
         return None
     preset = get_preset("spider")
     gold = [ctx.gold]
+    # A neighbour without its join condition can be a huge cross product: it gets a deadline scaled
+    # to the gold's own time, and one that runs out counts as not executed.
+    deadline = min(ctx.limits.timeout_s, max(DEGENERATE_MIN_SECONDS, DEGENERATE_TIME_FACTOR * ctx.gold.elapsed_s))
+    # More rows than twice the gold's already tells the neighbour apart: no need to fetch them all.
+    limits = replace(ctx.limits, timeout_s=deadline, max_rows=max(100, 2 * len(ctx.gold.rows)))
     same: list[str] = []
     executed = 0
     for neighbour in neighbour_candidates(ctx.example.gold_sql, ctx.schema, limit=DEGENERATE_NEIGHBOURS):
-        result = ctx.run(neighbour)
-        if result.ok and not result.truncated:
+        result = ctx.run(neighbour, limits=limits)
+        if result.ok:
             executed += 1
-            if judge(preset, ctx.example.gold_sql, gold, result).match:
+            if not result.truncated and judge(preset, ctx.example.gold_sql, gold, result).match:
                 same.append(neighbour)
     if executed >= DEGENERATE_MIN_NEIGHBOURS and len(same) >= DEGENERATE_SHARE * executed:
         return shorten(f"{len(same)} of {executed} neighbours return the same result, e.g. {same[0]}")
