@@ -144,6 +144,25 @@ def test_unknown_output_type(data: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.shared_data
+def test_database_paths_moved_to_where_the_trainers_keep_them(data: Path, tmp_path: Path) -> None:
+    """--db-path-map: the schema and verification read the files here, the rows name them there."""
+    out = tmp_path / "moved.jsonl"
+    result = export("--format", "trl", "--task", str(data / "questions.json"), "--data-dir", str(data),
+                    "--out", str(out), "--filter", "none", "--db-path-map", f"{data}=/cluster/spider")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    music = [r for r in rows if r["db_id"] == "music"]
+    assert music
+    assert all(r["db_path"] == "/cluster/spider/database/music/music.sqlite" for r in music)
+    assert all(r["verified"] and "CREATE TABLE" in r["prompt"][1]["content"] for r in music)
+    manifest = json.loads((tmp_path / "moved.manifest.json").read_text())
+    assert manifest["settings"]["db_path_maps"] == [f"{data.absolute()}=/cluster/spider"]
+    bad = export("--format", "trl", "--task", str(data / "questions.json"), "--data-dir", str(data),
+                 "--out", str(tmp_path / "bad.jsonl"), "--db-path-map", "/no/equals/sign")  # fmt: skip
+    assert bad.exit_code == 2
+    assert "OLD=NEW" in bad.stderr
+
+
 def test_paper_style_mixture_on_shared_data(shared_data: Path, tmp_path: Path) -> None:
     spec = {
         "seed": 0,

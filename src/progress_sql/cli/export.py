@@ -21,7 +21,14 @@ from progress_sql.audit.filters import FILTER_SETS, apply_filter, write_dropped
 from progress_sql.cli._common import fail, stderr, stdout, versions, write_json
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError, DatasetError
-from progress_sql.export.build import EXPORT_VERSION, dropped_path, export_items, manifest_path, write_export
+from progress_sql.export.build import (
+    EXPORT_VERSION,
+    dropped_path,
+    export_items,
+    manifest_path,
+    parse_path_map,
+    write_export,
+)
 from progress_sql.export.formats import FORMATS, get_format
 from progress_sql.types import Example
 
@@ -76,6 +83,9 @@ def register(app: typer.Typer) -> None:
             None, "--questions", help="Another questions file for the task, relative to --data-dir."
         ),
         mix: Path | None = typer.Option(None, "--mix", help="JSON mixture spec (instead of --task); docs/export.md."),
+        path_map: list[str] = typer.Option(
+            [], "--db-path-map", help="OLD=NEW: write database paths under folder OLD as under NEW (repeatable)."
+        ),
         filter_name: str = typer.Option(
             "rl-default", "--filter", help=f"Gold-audit data filter: {', '.join(FILTER_SETS)} (docs/audit.md)."
         ),
@@ -91,6 +101,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"verl reads parquet: give --out a .parquet name, not {out.name}")
             if schema_profile not in SCHEMA_PROFILES:
                 raise ConfigError(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}")
+            maps = [parse_path_map(text) for text in path_map]
             drawn, origin = _collect(task, data_dir, questions, mix)
             present = [example for _, example in drawn if Path(example.db_path).is_file()]
             kept, dropped = _apply_filter(present, filter_name, dropped_path(out), workers=workers, timeout_s=timeout)
@@ -101,11 +112,10 @@ def register(app: typer.Typer) -> None:
         columns = (TextColumn("export"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=stderr) as bar:
             job = bar.add_task("rows", total=len(drawn))
-            items = export_items(drawn, schema_profile=schema_profile, on_item=lambda: bar.advance(job))
+            items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
         try:
-            summary = write_export(
-                items, fmt, out, filter_name=filter_name, dropped=dropped, settings={"schema_profile": schema_profile}
-            )
+            settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps]}
+            summary = write_export(items, fmt, out, filter_name=filter_name, dropped=dropped, settings=settings)
         except ConfigError as error:
             fail(str(error))
         manifest = {

@@ -4,7 +4,8 @@ The opening messages are the environment's own (:func:`progress_sql.prompts.init
 :func:`progress_sql.data.ddl.db_details`, as ``SQLRefineEnv.reset`` builds them), so a trainer
 starts every episode from the prompt the environment would give. An example whose database file is
 absent passes through with the question alone (no schema can be read) and ``verified = False``.
-Database paths are written absolute.
+Database paths are written absolute, or moved to where the training machines keep the databases
+(``path_maps``; verification and the schema still read the file here).
 """
 
 from __future__ import annotations
@@ -26,15 +27,43 @@ from progress_sql.types import Example
 EXPORT_VERSION = "1"
 
 
+def parse_path_map(text: str) -> tuple[str, str]:
+    """``OLD=NEW`` -> ``(absolute OLD, NEW)``; a ConfigError says what is wrong.
+
+    >>> parse_path_map("/data/spider=/mnt/spider")
+    ('/data/spider', '/mnt/spider')
+    """
+    old, sep, new = text.partition("=")
+    if not sep or not old or not new:
+        raise ConfigError(f"a database path map is OLD=NEW (a folder here = the same folder there), got {text!r}")
+    return str(Path(old).absolute()), new
+
+
+def relocate(db_path: str, path_maps: Sequence[tuple[str, str]]) -> str:
+    """``db_path`` with the first matching folder prefix replaced (whole path components only).
+
+    >>> relocate("/data/spider/database/pets_1/pets_1.sqlite", [("/data/spider", "/mnt/spider")])
+    '/mnt/spider/database/pets_1/pets_1.sqlite'
+    >>> relocate("/data/spider2/x.sqlite", [("/data/spider", "/mnt/spider")])
+    '/data/spider2/x.sqlite'
+    """
+    for old, new in path_maps:
+        old = old.rstrip("/")
+        if db_path == old or db_path.startswith(old + "/"):
+            return new.rstrip("/") + db_path[len(old) :]
+    return db_path
+
+
 def export_items(
     drawn: Sequence[tuple[str, Example]],
     *,
     schema_profile: SchemaProfile = "full",
     db_engine: str = OdtConfig().db_engine,
+    path_maps: Sequence[tuple[str, str]] = (),
     on_item: Callable[[], None] | None = None,
 ) -> list[ExportItem]:
     """``(source name, example)`` pairs -> items with their opening messages (schema read once per
-    database)."""
+    database); ``path_maps`` move the written database paths (:func:`relocate`)."""
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     details: dict[str, str] = {}
@@ -46,6 +75,7 @@ def export_items(
             details[example.db_path] = db_details(example.db_path, schema_profile)
         schema = details[example.db_path] if verified else ""
         messages = initial_messages(schema, example.question, example.evidence, db_engine=db_engine)
+        example = replace(example, db_path=relocate(example.db_path, path_maps))
         items.append(ExportItem(example, source, tuple(messages), verified))
         if on_item is not None:
             on_item()
