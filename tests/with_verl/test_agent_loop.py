@@ -122,6 +122,7 @@ def test_a_failing_gold_scores_zero_without_stopping_the_batch(
     assert errors[0] == ""
     assert "no_such_table" in errors[1]
     assert output.non_tensor_batch[TURNS_KEY][1] == []
+    assert output.non_tensor_batch["__num_turns__"].tolist() == [2, 2]  # prompt and one answer each
     assert valid_response(output, 1)[1].count(1) > 0  # one model turn, trained on with reward 0
     extra = {TURNS_KEY: [], GOLD_ERROR_KEY: errors[1]}
     scored = compute_score("spider", WRONG, bad.gold_sql, extra)

@@ -117,7 +117,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         records: list[dict[str, Any]] = []
         request_id = uuid4().hex
         stop = "max_turns"
-        feedback_turns = 0
+        answers = feedback_turns = 0
         for _ in range(self.env_config.max_turns):
             budget = self.response_length - len(mask)
             if budget <= 0:
@@ -137,6 +137,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                 assistant_logprobs=output.log_probs if want_logprobs else None,
             )
             runtime_ids = merged.token_ids
+            answers += 1
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
             if gold_error is not None:  # nothing to compare with: one turn, scored 0 (GOLD_ERROR_KEY)
                 stop = "gold_invalid"
@@ -161,7 +162,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             response_ids=response_ids[:limit],
             response_mask=mask[:limit],
             response_logprobs=logprobs[:limit] if logprobs is not None else None,
-            num_turns=1 + len(records) + feedback_turns,  # verl counts every message, the prompt as one
+            num_turns=1 + answers + feedback_turns,  # verl counts every message, the prompt as one
             metrics=metrics,
             extra_fields={
                 TURNS_KEY: records,
