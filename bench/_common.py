@@ -48,7 +48,8 @@ def machine() -> dict[str, str]:
 
 
 def write_section(doc: Path, title: str, section: str) -> None:
-    """Replace (or append) the section headed ``title`` (e.g. "## ODT") of ``doc``; create the file."""
+    """Replace (or append) the section headed ``title`` (e.g. "## ODT") of ``doc``; create the file;
+    say where it went."""
     text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_HEADER
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == title), None)
@@ -59,6 +60,7 @@ def write_section(doc: Path, title: str, section: str) -> None:
         new_text = "\n".join([*lines[:start], *section.rstrip("\n").splitlines(), "", *lines[end:]]).rstrip("\n") + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(new_text if new_text.endswith("\n") else new_text + "\n", encoding="utf-8")
+    print(f"recorded in {doc}")
 
 
 def provenance(command: str, info: dict[str, str]) -> list[str]:

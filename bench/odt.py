@@ -181,7 +181,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown_args = sys.argv[1:] if argv is None else list(argv)
         command = shlex.join([".venv/bin/python", "bench/odt.py", *shown_args])
         write_section(args.doc, SECTION, markdown(stages, len(pairs), args.repeat, command, info))
-        console.print(f"recorded in {args.doc}")
     return 0
 
 

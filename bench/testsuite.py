@@ -194,7 +194,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
     ]
     write_section(args.doc, SECTION, "\n".join(lines))
-    console.print(f"recorded in {args.doc}")
     return 0
 
 

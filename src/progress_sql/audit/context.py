@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.audit.sqlinfo import ColumnInfo, Tables, quote_identifier
-from progress_sql.data.schema import Schema, connect_readonly
+from progress_sql.data.schema import Schema, connect_readonly, table_names
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.odt.normalize import resolve_double_quoted
 from progress_sql.sql.parse import parse_sql
@@ -23,9 +23,7 @@ def read_tables(db_path: str | Path) -> dict[str, dict[str, ColumnInfo]]:
     executor's authorizer refuses the pragma functions)."""
     connection = connect_readonly(db_path)
     try:
-        names = connection.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
+        names = table_names(connection, views=True)
         return {
             str(name).lower(): {
                 str(column).lower(): ColumnInfo(str(column), str(declared or ""), bool(pk))
@@ -33,7 +31,7 @@ def read_tables(db_path: str | Path) -> dict[str, dict[str, ColumnInfo]]:
                     "SELECT name, type, pk FROM pragma_table_info(?)", (name,)
                 )
             }
-            for (name,) in names
+            for name in names
         }
     except sqlite3.DatabaseError:
         return {}

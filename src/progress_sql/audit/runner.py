@@ -158,10 +158,8 @@ def _bar(show: bool, total: int) -> Iterator[Callable[[int], None]]:
     if not show:
         yield lambda _n: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from progress_sql.progress import progress_bar
 
-    columns = (TextColumn("auditing golds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True)) as bar:
+    with progress_bar("auditing golds") as bar:
         job = bar.add_task("audit", total=total)
         yield lambda n: bar.advance(job, n)

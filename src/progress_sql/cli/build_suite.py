@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from progress_sql.cli._common import fail, stdout, versions
 from progress_sql.data.tasks import resolve_task
 from progress_sql.errors import ProgressSQLError
 from progress_sql.execution.compare import PRESETS, get_preset
+from progress_sql.progress import progress_bar
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
 from progress_sql.testsuite.manifest import coverage_summary, write_manifest
@@ -72,15 +72,7 @@ def build_suite_command(
     except OSError as error:
         fail(f"cannot create {out}: {error}")
     started = time.perf_counter()
-    with Progress(
-        TextColumn("[bold]build-suite[/] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stdout,
-        transient=json_output,
-        disable=json_output,
-    ) as bar:
+    with progress_bar("[bold]build-suite[/] {task.description}", console=stdout, quiet=json_output) as bar:
         job = bar.add_task(f"{len(jobs)} schemas, pool {pool}", total=len(jobs))
         judged = bar.add_task("fuzzed databases judged", total=len(jobs) * pool)
         parallel = (workers or os.cpu_count() or 1) > 1 and len(jobs) > 1

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS, make_backend
@@ -35,6 +34,7 @@ from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import PRESETS, describe, get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.progress import progress_bar
 from progress_sql.prompts import initial_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.sql.extract import extract
@@ -143,15 +143,7 @@ def eval_command(
     cache = GoldCache(cache_dir)
     with (
         ExecutionPool(workers or None) as pool,
-        Progress(
-            TextColumn("[bold]eval[/] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stdout,
-            transient=json_output,
-            disable=json_output,
-        ) as bar,
+        progress_bar("[bold]eval[/] {task.description}", console=stdout, quiet=json_output) as bar,
     ):
         if generator is not None:
             job = bar.add_task(f"generating with {backend}", total=present)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from progress_sql.audit.filters import FILTER_SETS, apply_filter, write_dropped
 from progress_sql.cli._common import fail, stderr, stdout, versions, write_json
@@ -30,6 +29,7 @@ from progress_sql.export.build import (
     write_export,
 )
 from progress_sql.export.formats import FORMATS, get_format
+from progress_sql.progress import progress_bar
 from progress_sql.types import Example
 
 
@@ -109,8 +109,7 @@ def register(app: typer.Typer) -> None:
             fail(str(error))
         keep = set(kept)
         drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
-        columns = (TextColumn("export"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=stderr) as bar:
+        with progress_bar("export", console=stderr) as bar:
             job = bar.add_task("rows", total=len(drawn))
             items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
         try:

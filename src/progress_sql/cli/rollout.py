@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from progress_sql.backends.base import GenerationConfig
@@ -21,6 +20,7 @@ from progress_sql.env.rollout import record_dict, run_rollouts, summarize_rollou
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 
 
@@ -73,9 +73,7 @@ def register(app: typer.Typer) -> None:
         out.mkdir(parents=True, exist_ok=True)
         with (
             ExecutionPool(workers=workers) as pool,
-            Progress(
-                TextColumn("rollout"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr
-            ) as bar,
+            progress_bar("rollout", console=stderr) as bar,
         ):
             job = bar.add_task("turns", total=len(examples) * turns)
             try:

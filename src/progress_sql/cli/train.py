@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from progress_sql.cli._common import fail, stderr, stdout
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.progress import progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +59,7 @@ def register(app: typer.Typer) -> None:
             fail(str(error))
         if not config.embedded and task is None:
             fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=stderr) as progress:
+        with progress_bar("{task.description}", console=stderr) as progress:
 
             def phase(description: str, total: int):  # type: ignore[no-untyped-def]
                 job = progress.add_task(description, total=total)

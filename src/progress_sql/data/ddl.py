@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.schema import connect_readonly
+from progress_sql.data.schema import connect_readonly, table_names
 from progress_sql.errors import DatasetError
 
 SchemaProfile = Literal["full", "compact", "none"]
@@ -60,12 +60,7 @@ def read_tables(db_path: str | Path, samples: int = 3, max_sample_chars: int = 4
     path = Path(db_path)
     connection = connect_readonly(path)
     try:
-        names = [
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-            )
-        ]
+        names = table_names(connection)
         return tuple(_table(connection, name, samples, max_sample_chars) for name in names)
     except sqlite3.DatabaseError as error:
         raise DatasetError(f"{path} is not a readable SQLite database: {error}") from error

@@ -61,18 +61,19 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     return connection
 
 
+def table_names(connection: sqlite3.Connection, *, views: bool = False) -> list[str]:
+    """The user tables (and views, with ``views``) of an open database, in creation order."""
+    kinds = "('table', 'view')" if views else "('table')"
+    query = f"SELECT name FROM sqlite_master WHERE type IN {kinds} AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+    return [str(row[0]) for row in connection.execute(query)]
+
+
 def read_schema(db_path: str | Path) -> Schema:
     """Read table and column names from a SQLite file, opened read-only."""
     path = Path(db_path)
     connection = connect_readonly(path)
     try:
-        names = [
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-            )
-        ]
+        names = table_names(connection, views=True)
         tables = {
             name: [row[1] for row in connection.execute("SELECT * FROM pragma_table_info(?)", (name,))]
             for name in names

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.schema import connect_readonly
+from progress_sql.data.schema import connect_readonly, table_names
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.types import Example, SQLValue
 
@@ -189,12 +189,7 @@ def read_database(db_id: str, path: str | Path) -> Database:
     connection = connect_readonly(db_path)
     try:
         connection.execute("PRAGMA query_only = ON")
-        names = [
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-            )
-        ]
+        names = table_names(connection)
         foreign: dict[str, list[ForeignKey]] = defaultdict(list)
         referenced: set[tuple[str, str]] = set()
         for name in names:

@@ -1,0 +1,23 @@
+"""The one progress-bar layout of every long job: a label, the bar, done / total, elapsed time."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def progress_bar(label: str, *, console: Console | None = None, quiet: bool = False) -> Progress:
+    """A rich :class:`Progress` (use it as a context manager) on ``console`` (stderr by default).
+
+    ``label`` is a rich text-column format (``"{task.description}"`` shows each task's own text);
+    ``quiet`` hides the bar (for ``--json`` output).
+    """
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        transient=quiet,
+        disable=quiet,
+    )
