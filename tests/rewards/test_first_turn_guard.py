@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -171,3 +173,17 @@ def test_the_paper_formula_fails_the_property_on_a_concrete_case() -> None:
         progressive_reward(Trajectory((garbage, *later)), paper).total
         > progressive_reward(Trajectory((honest, *later)), paper).total
     )
+
+
+@settings(max_examples=500, deadline=None)
+@given(honest_first, st.lists(later_turns, max_size=4), configs())
+def test_an_honest_start_scores_as_the_paper_formula(
+    honest: Turn, later: list[Turn], config: ProgressiveConfig
+) -> None:
+    """The guard only acts on a first turn that is no attempt, so the paper's properties (earlier
+    success pays more, a rise of F pays, the Figure 2 bounds) hold for honest starts unchanged."""
+    trajectory = Trajectory((honest, *later))
+    guarded = progressive_reward(trajectory, config)
+    paper = progressive_reward(trajectory, replace(config, formula="paper"))
+    assert guarded.components == paper.components
+    assert guarded.reward != paper.reward

@@ -58,7 +58,7 @@ ABLATIONS: Mapping[str, RewardAblation] = {
         RewardAblation("no-late", "w/o R_late", "no per-turn decay: gamma = 1, a late success pays as an early one",
                        gamma=1.0),
         RewardAblation("no-align", "w/o R_align", "alignment-progress term off", disable=frozenset({"align"})),
-        RewardAblation("no-format", "w/o R_fmt", "format term off", disable=frozenset({"fmt"})),
+        RewardAblation("no-format", "format off", "format term off", disable=frozenset({"fmt"})),
         RewardAblation("paper-formula", "paper formula", "section 4.2 as printed, without the first-turn guard",
                        formula="paper"),
     )
