@@ -102,7 +102,7 @@ def test_summary_records_the_settings_that_decide_results(shop: Path, tmp_path: 
     assert summary["settings"]["decoding"] == {"mode": "prediction file", "n": 1}
     assert set(summary["versions"]) >= {"progress_sql", "sqlglot", "sqlite"}
     assert summary["odt_config_version"]
-    assert summary["reward_config"]["version"] == "progressive-v1"
+    assert summary["reward_config"]["version"] == "progressive-v2"
     assert summary["metrics"]["test_suite_accuracy"] is None
     assert set(summary["metrics"]["by_level"]) <= {"easy", "medium", "hard", "extra"}
     assert summary["metrics"]["odt"]["examples"] == 5

@@ -92,7 +92,7 @@ def test_first_turn_match_stops_and_recovery_earns_its_term(
     recovering = FORMAT.prompt("contact_lenses", "recovering")
     direct = FORMAT.prompt("contact_lenses", "direct")
     scripts = {recovering: [INVALID, case_study.GOLD_SQL], direct: [case_study.GOLD_SQL]}
-    config = EnvConfig(progressive=ProgressiveConfig(omega_rec=0.7))  # recovery differs from keep here
+    config = EnvConfig(progressive=ProgressiveConfig(omega_rec=0.3))  # recovery differs from keep (<= keep: the guard)
     rollout = TrlRollout(
         {recovering: example, direct: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, scripts),
         env_config=config, pool=pool,
@@ -100,7 +100,7 @@ def test_first_turn_match_stops_and_recovery_earns_its_term(
     out = rollout([recovering, direct], trainer=None)
     assert out["num_turns"] == [2, 1]
     assert out["k_star"] == [2, 1]
-    assert out["reward_components"][0]["exec"] == 0.7
+    assert out["reward_components"][0]["exec"] == 0.3
     assert out["reward_components"][0]["late"] == 1.0
     assert out["reward_components"][1] == pytest.approx({"fmt": 0.5, "exec": 0.5, "late": 2.0, "align": -0.1})
     assert 0 not in out["env_mask"][1]  # a one-turn trajectory has no feedback tokens

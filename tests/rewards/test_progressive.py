@@ -45,8 +45,12 @@ def test_first_turn_success_without_the_align_penalty() -> None:
 
 def test_recovery_from_invalid_sql_with_success_at_turn_three() -> None:
     trajectory = Trajectory((turn(executable=False, f=0.2), turn(f=0.6), turn(match=True, f=0.9)))
-    # fmt .5, recover .5, late 2 * .5^2 = .5, align .5 * (.9 - .2) = .35
-    assert components(trajectory) == pytest.approx({"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": 0.35, "total": 1.85})
+    # paper: fmt .5, recover .5, late 2 * .5^2 = .5, align .5 * (.9 - .2) = .35
+    assert components(trajectory, formula="paper") == pytest.approx(
+        {"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": 0.35, "total": 1.85}
+    )
+    # default: turn 1 is no attempt, so no progress is claimed from it: align -.1
+    assert components(trajectory) == pytest.approx({"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": -0.1, "total": 1.4})
 
 
 def test_deterioration() -> None:
@@ -72,7 +76,9 @@ def test_no_success_within_t_with_progress() -> None:
 
 def test_never_executable() -> None:
     trajectory = Trajectory((turn(executable=False, f=0.1), turn(executable=False, f=0.1)))
-    assert components(trajectory)["exec"] == 0.0
+    assert components(trajectory, formula="paper")["exec"] == 0.0
+    # default: a broken first turn left broken pays the deterioration weight, as an executable one would
+    assert components(trajectory)["exec"] == -0.5
 
 
 def test_format_on_every_turn_option() -> None:
@@ -88,9 +94,13 @@ def test_turns_after_the_first_match_are_not_part_of_the_trajectory() -> None:
 
 def test_the_reward_records_its_config() -> None:
     result = progressive_reward(Trajectory((turn(),)))
-    assert result.reward == "progressive-v1"
+    assert result.reward == "progressive-v2"
     assert result.config_hash == ProgressiveConfig().config_hash
     assert ProgressiveConfig(gamma=0.9).config_hash != result.config_hash
+    paper = progressive_reward(Trajectory((turn(),)), ProgressiveConfig(formula="paper"))
+    assert paper.reward == "progressive-paper-v1"
+    assert paper.config_hash != result.config_hash
+    assert ProgressiveConfig(disabled=frozenset({"exec"})).config_hash != result.config_hash
 
 
 def test_upper_bound_falls_strictly_with_k_star() -> None:
@@ -101,7 +111,16 @@ def test_upper_bound_falls_strictly_with_k_star() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"omega_det": 0.1}, {"omega_keep": 0.0}, {"gamma": 0.0}, {"gamma": 1.5}, {"omega_acc": -1.0}]
+    "kwargs",
+    [
+        {"omega_det": 0.1},
+        {"omega_keep": 0.0},
+        {"gamma": 0.0},
+        {"gamma": 1.5},
+        {"omega_acc": -1.0},
+        {"omega_rec": 0.7},  # the guard needs recovery <= keep
+        {"formula": "nope"},
+    ],
 )
 def test_sign_rules_are_enforced(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
@@ -118,11 +137,17 @@ turns = st.builds(
 )
 
 
-@given(st.lists(turns, min_size=0, max_size=6))
-def test_reward_is_finite_and_within_its_range(turn_list: list[Turn]) -> None:
-    result = progressive_reward(Trajectory(tuple(turn_list)))
+def test_the_paper_formula_allows_recovery_above_keep() -> None:
+    values = components(Trajectory((turn(executable=False), turn(match=True))), omega_rec=0.7, formula="paper")
+    assert values["exec"] == pytest.approx(0.7)
+
+
+@given(st.lists(turns, min_size=0, max_size=6), st.sampled_from(["guarded", "paper"]))
+def test_reward_is_finite_and_within_its_range(turn_list: list[Turn], formula: str) -> None:
+    config = ProgressiveConfig(formula=formula)  # type: ignore[arg-type]
+    result = progressive_reward(Trajectory(tuple(turn_list)), config)
     assert math.isfinite(result.total)
-    low, high = reward_range()
+    low, high = reward_range(config)
     assert low - 1e-9 <= result.total <= high + 1e-9
     # a consistent trajectory never beats the k* = 1 upper bound
     assert result.total <= upper_bound(1) + 1e-9

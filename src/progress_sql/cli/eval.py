@@ -239,7 +239,7 @@ def _summary(
         },
         "versions": versions(),
         "odt_config_version": odt_config_version(),
-        "reward_config": {"version": reward.VERSION, "config_hash": reward.config_hash},
+        "reward_config": {"version": reward.version, "config_hash": reward.config_hash},
         "metrics": metrics,
         "gold_cache": {"hits": cache.hits, "misses": cache.misses},
         "elapsed_s": round(elapsed, 3),

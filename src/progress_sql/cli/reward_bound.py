@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         values = [value for _, value in points]
         falling = all(a > b for a, b in itertools.pairwise(values))
         record = {
-            "reward": config.VERSION,
+            "reward": config.version,
             "config_hash": config.config_hash,
             "turns": turns,
             "bound": {label: round(value, 6) for label, value in points},

@@ -1,7 +1,7 @@
 """Rewards by name: each entry has a version and a declared range, checked by the tests.
 
 >>> sorted(REWARDS)
-['arctic', 'one-shot', 'progressive', 'reasoning-sql', 'sql-r1']
+['arctic', 'one-shot', 'progressive', 'progressive-paper', 'reasoning-sql', 'sql-r1']
 >>> get_reward("progressive").value_range
 (-0.6, 3.5)
 """
@@ -9,12 +9,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from progress_sql.registry import lookup
 from progress_sql.rewards import baselines
 from progress_sql.rewards.baselines import RewardContext
-from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward, reward_range
+from progress_sql.rewards.progressive import VERSIONS, ProgressiveConfig, progressive_reward, reward_range
 from progress_sql.types import RewardBreakdown, Trajectory
 
 RewardFn = Callable[[Trajectory, RewardContext], RewardBreakdown]
@@ -36,11 +36,18 @@ def _progressive(trajectory: Trajectory, context: RewardContext) -> RewardBreakd
     return progressive_reward(trajectory, context.progressive)
 
 
+def _progressive_paper(trajectory: Trajectory, context: RewardContext) -> RewardBreakdown:
+    return progressive_reward(trajectory, replace(context.progressive, formula="paper"))
+
+
 REWARDS: Mapping[str, RewardSpec] = {
     spec.name: spec
     for spec in (
-        RewardSpec("progressive", ProgressiveConfig.VERSION, reward_range(), True, _progressive,
-                   "Progress-SQL: format + execution-status transition + decayed accuracy + alignment progress"),
+        RewardSpec("progressive", VERSIONS["guarded"], reward_range(), True, _progressive,
+                   "Progress-SQL: format + execution-status transition + decayed accuracy + alignment progress, "
+                   "with no progress credit from a first turn that is not a formatted executable attempt"),
+        RewardSpec("progressive-paper", VERSIONS["paper"], reward_range(ProgressiveConfig(formula="paper")), True,
+                   _progressive_paper, "Progress-SQL exactly as section 4.2 prints it (no first-turn guard)"),
         RewardSpec("one-shot", "one-shot-v1", (0.0, 3.0), False, baselines.one_shot,
                    "the paper's single-turn baseline: 2.0 correct + 0.5 executable + 0.5 format"),
         RewardSpec("arctic", "arctic-v1", (0.0, 1.0), False, baselines.arctic,

@@ -1,0 +1,70 @@
+"""The paper's reward ablations (Table 3) as named presets of :class:`ProgressiveConfig`.
+
+Each arm changes a base configuration (the defaults unless given), so the same arm can be applied to
+tuned weights. A later ``progress-sql ablate`` refers to arms by these names.
+
+>>> sorted(ABLATIONS)
+['no-align', 'no-exec', 'no-format', 'no-late', 'paper-formula', 'progressive']
+>>> get_ablation("no-late").apply().gamma
+1.0
+>>> sorted(get_ablation("no-exec").apply().disabled)
+['exec']
+>>> get_ablation("w/o exec")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+progress_sql.errors.ConfigError: unknown reward ablation 'w/o exec'; choose one of no-align, no-exec, no-format, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from progress_sql.registry import lookup
+from progress_sql.rewards.progressive import Component, ProgressiveConfig, RewardFormula
+
+
+@dataclass(frozen=True, slots=True)
+class RewardAblation:
+    """One arm: components switched off, the decay removed (``gamma``) or the formula replaced.
+
+    ``label`` is the arm's name in the paper's Table 3 (or ours where the paper has none).
+    """
+
+    name: str
+    label: str
+    description: str
+    disable: frozenset[Component] = frozenset()
+    gamma: float | None = None
+    formula: RewardFormula | None = None
+
+    def apply(self, base: ProgressiveConfig | None = None) -> ProgressiveConfig:
+        """``base`` (default: :class:`ProgressiveConfig`) with this arm's changes; validated, so an arm
+        that would leave the reward constant on this base raises ConfigError."""
+        base = base or ProgressiveConfig()
+        return replace(
+            base,
+            disabled=base.disabled | self.disable,
+            gamma=base.gamma if self.gamma is None else self.gamma,
+            formula=base.formula if self.formula is None else self.formula,
+        )
+
+
+ABLATIONS: Mapping[str, RewardAblation] = {
+    arm.name: arm
+    for arm in (
+        RewardAblation("progressive", "full reward", "every component on (the default reward)"),
+        RewardAblation("no-exec", "w/o R_exec", "execution-status transition term off", disable=frozenset({"exec"})),
+        RewardAblation("no-late", "w/o R_late", "no per-turn decay: gamma = 1, a late success pays as an early one",
+                       gamma=1.0),
+        RewardAblation("no-align", "w/o R_align", "alignment-progress term off", disable=frozenset({"align"})),
+        RewardAblation("no-format", "format off", "format term off", disable=frozenset({"fmt"})),
+        RewardAblation("paper-formula", "paper formula", "section 4.2 as printed, without the first-turn guard",
+                       formula="paper"),
+    )
+}  # fmt: skip
+
+
+def get_ablation(name: str) -> RewardAblation:
+    """Look an arm up by name, with the list of known names in the error."""
+    return lookup(ABLATIONS, name, "reward ablation")
