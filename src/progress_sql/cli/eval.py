@@ -9,6 +9,7 @@ breakdowns (Spider hardness or BIRD difficulty) and the offline ODT error analys
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import load_prediction_samples
-from progress_sql.evaluation.run import EvalInputs, eval_summary_json, generate_samples, summarize_run, write_eval_run
+from progress_sql.evaluation.run import EvalInputs, generate_samples, summarize_run, write_eval_run
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -151,7 +152,7 @@ def eval_command(
     except OSError as error:
         fail(f"cannot write results to {out}: {error}")
     if json_output:
-        typer.echo(eval_summary_json(summary))
+        typer.echo(json.dumps(summary.to_dict(), indent=2))
     else:
         _print(summary.metrics, out, chosen.name)
 

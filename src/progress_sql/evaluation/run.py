@@ -8,7 +8,6 @@ progress bar, and calls :func:`generate_samples`, ``evaluate``, :func:`summarize
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -260,8 +259,3 @@ def load_eval_run(path: Path) -> EvalRun:
     except (OSError, ValueError) as error:
         raise DatasetError(f"cannot read the run in {path}: {error}") from error
     return EvalRun(path, summary, samples)
-
-
-def eval_summary_json(summary: EvalSummary) -> str:
-    """The summary as ``--json`` prints it."""
-    return json.dumps(summary.to_dict(), indent=2)
