@@ -214,3 +214,24 @@ def test_eval_needs_exactly_one_source(shop: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "suite folder not found" in result.output
+
+
+def test_summary_round_trips_through_the_typed_loader(shop: Path, tmp_path: Path) -> None:
+    from progress_sql.errors import DatasetError
+    from progress_sql.evaluation.run import EvalSummary, load_eval_run
+
+    predictions = tmp_path / "pred.txt"
+    predictions.write_text("\n".join(PREDICTIONS) + "\n")
+    summary = run_eval(shop, tmp_path / "out", "--predictions", str(predictions), "--no-plots")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
+    run = load_eval_run(tmp_path / "out")
+    assert run.summary == EvalSummary.from_dict(summary)
+    assert run.summary.to_dict() == summary
+    assert run.summary.settings.preset["name"] == "spider"
+    assert sorted(run.samples) == list(range(len(PREDICTIONS)))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "samples.jsonl").write_text("")
+    (broken / "summary.json").write_text(json.dumps({"command": "audit", "settings": {}}))
+    with pytest.raises(DatasetError, match="not an eval run folder"):
+        load_eval_run(broken)

@@ -1,16 +1,90 @@
-"""Helpers shared by subcommands: error reporting and consoles."""
+"""What every subcommand shares: option definitions, defaults, registration, error reporting, consoles.
+
+One convention for all commands:
+
+- Options that appear in several commands are made here (``*_option`` factories) so that each means
+  the same and has the same default everywhere: ``--task``, ``--data-dir``, ``--workers`` (0, the
+  default, means one per core), ``--timeout`` (:data:`DEFAULT_TIMEOUT_S`, except the commands of
+  :data:`TIMEOUT_EXCEPTIONS`, each with its reason), ``--preset`` (always the comparison semantics),
+  ``--algorithm`` (the RL algorithm of ``train``), ``--json`` and ``--out``.
+- Every module of :data:`progress_sql.cli.COMMAND_MODULES` defines a module-level ``*_command``
+  function and registers it with :func:`add_command`; a :class:`ProgressSQLError` escaping a command
+  (bad input, a missing file) is printed on stderr as ``error: ...`` and ends it with exit code 2.
+- A command with ``--out DIR`` writes a run folder (:mod:`progress_sql.runfolder`).
+"""
 
 from __future__ import annotations
 
-import json
+import functools
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
+from progress_sql.errors import ProgressSQLError
+from progress_sql.execution.compare import PRESETS
+from progress_sql.runfolder import RunFolder, Summary, package_versions, write_json
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_WORKERS",
+    "TIMEOUT_EXCEPTIONS",
+    "add_command",
+    "algorithm_option",
+    "check_timeout",
+    "data_dir_option",
+    "fail",
+    "json_option",
+    "out_dir_option",
+    "package_versions",
+    "prepare_out",
+    "preset_option",
+    "resolve_workers",
+    "stderr",
+    "stdout",
+    "task_option",
+    "timeout_default",
+    "timeout_option",
+    "warn",
+    "workers_option",
+    "write_json",
+    "write_run",
+]
+
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: ``--workers`` everywhere: 0 means one worker process per core.
+DEFAULT_WORKERS = 0
+WORKERS_HELP = "Worker processes (0: one per core)."
+
+#: ``--timeout`` everywhere: seconds one SQL query may run before it counts as timed out. 30 s is the
+#: executor's own default (``ExecLimits``) and the official BIRD evaluator's per-query limit; no Spider
+#: or BIRD dev gold comes near it, so a verdict does not depend on how busy the machine is.
+DEFAULT_TIMEOUT_S = 30.0
+#: The commands whose ``--timeout`` default differs from :data:`DEFAULT_TIMEOUT_S`, and why. This is
+#: the one table of exceptions; docs/cli.md repeats it.
+TIMEOUT_EXCEPTIONS: dict[str, tuple[float, str]] = {
+    "build-suite": (
+        2.0,
+        "it runs every gold and its neighbour queries on each small fuzzed database (thousands of "
+        "queries per schema); a runaway neighbour costs build time, not a verdict",
+    ),
+    "audit": (
+        5.0,
+        "it is check G02's threshold: a gold slower than 5 s is flagged (Arctic-Text2SQL-R1's cut-off)",
+    ),
+    "export": (
+        5.0,
+        "it is the data filter's G02 threshold, the same as the audit's and train --filter's",
+    ),
+}
+TIMEOUT_HELP = "Seconds one SQL query may run before it counts as timed out"
+
+ALGORITHMS = ("grpo", "gspo")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -19,23 +93,108 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def versions() -> dict[str, str]:
-    """Versions that decide results, recorded in every summary.json."""
-    import platform
-    import sqlite3
-
-    import sqlglot
-
-    from progress_sql import __version__
-
-    return {
-        "progress_sql": __version__,
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "sqlglot": str(getattr(sqlglot, "__version__", "unknown")),
-    }
+def warn(message: str) -> None:
+    """Print a warning on stderr (the command goes on)."""
+    stderr.print(f"[yellow]warning:[/] {message}")
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write pretty JSON (UTF-8, trailing newline)."""
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> None:
+    """Register ``command`` as subcommand ``name``: a ProgressSQLError it raises becomes ``error: ...``
+    on stderr and exit code 2; an OSError while it writes its results does too (:func:`write_run`)."""
+
+    @functools.wraps(command)
+    def reporting_errors(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ProgressSQLError as error:
+            fail(str(error))
+
+    app.command(name)(reporting_errors)
+
+
+def resolve_workers(workers: int) -> int:
+    """``--workers`` as a process count: 0 is one per core; negative values are an error."""
+    if workers < 0:
+        fail(f"--workers must be >= 0 (0: one per core), got {workers}")
+    return workers or os.cpu_count() or 1
+
+
+def timeout_default(command: str) -> float:
+    """The ``--timeout`` default of ``command`` (:data:`TIMEOUT_EXCEPTIONS`, else the common one)."""
+    return TIMEOUT_EXCEPTIONS.get(command, (DEFAULT_TIMEOUT_S, ""))[0]
+
+
+def check_timeout(timeout: float) -> None:
+    if not timeout > 0:
+        fail(f"--timeout must be > 0 seconds, got {timeout}")
+
+
+def prepare_out(out: Path) -> Path:
+    """Create the output folder before the work starts, so that a bad path fails at once."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        fail(f"cannot create {out}: {error}")
+    return out
+
+
+def write_run(out: Path, summary: Summary, records: Any, report: str) -> RunFolder:
+    """Write the run folder (summary.json, samples.jsonl, report.md); an OSError ends the command."""
+    folder = RunFolder(out)
+    try:
+        folder.write(summary, records, report)
+    except OSError as error:
+        fail(f"cannot write results to {out}: {error}")
+    return folder
+
+
+# ---- option definitions (each call makes a fresh typer option) -------------------------------
+
+
+TASK_HELP = "A registered task (spider-dev, bird-dev, spider-dk, ...) or a Spider-format questions file."
+
+
+def task_option(*, required: bool = True) -> Any:
+    return typer.Option(... if required else None, "--task", help=TASK_HELP)
+
+
+def data_dir_option() -> Any:
+    return typer.Option(None, "--data-dir", help="Folder in the benchmark's release layout.")
+
+
+def workers_option() -> Any:
+    return typer.Option(DEFAULT_WORKERS, "--workers", help=WORKERS_HELP)
+
+
+def timeout_option(command: str) -> Any:
+    """``--timeout`` with the common help; ``command`` picks its default from the one table."""
+    seconds, reason = TIMEOUT_EXCEPTIONS.get(command, (DEFAULT_TIMEOUT_S, ""))
+    if reason:
+        text = f"{TIMEOUT_HELP}; {seconds:g} here, not {DEFAULT_TIMEOUT_S:g}: {reason}."
+    else:
+        text = f"{TIMEOUT_HELP} (gold and model SQL alike)."
+    return typer.Option(seconds, "--timeout", help=text)
+
+
+def preset_option(default: str | None = None) -> Any:
+    """``--preset``: always the comparison semantics; ``None`` as default means the task's."""
+    shown = "the task's" if default is None else default
+    return typer.Option(default, "--preset", help=f"Comparison semantics: {', '.join(PRESETS)} (default: {shown}).")
+
+
+def algorithm_option() -> Any:
+    return typer.Option("grpo", "--algorithm", help=f"RL algorithm: {' or '.join(ALGORITHMS)}.")
+
+
+def json_option() -> Any:
+    return typer.Option(False, "--json", help="Print the result as JSON on stdout instead of tables.")
+
+
+def out_dir_option(default: Path | None = None, *, also: str = "") -> Any:
+    """``--out DIR``: the run folder; ``also`` names the files the command writes besides the three."""
+    extra = f" ({also})" if also else ""
+    return typer.Option(
+        ... if default is None else default,
+        "--out",
+        help=f"Run folder: summary.json, samples.jsonl, report.md{extra}.",
+    )

@@ -1,59 +1,70 @@
 """``progress-sql build-suite``: distil test suites (fuzzed databases) for a task's databases.
 
 Writes ``OUT/<db_id>/fuzz_<k>.sqlite`` (the chosen pool databases; the original database is always
-the suite's first member and is not copied) and ``OUT/manifest.json`` (settings, per-gold suite
-files and neighbour coverage). ``progress-sql eval --suite OUT`` then reports TS beside EX.
+the suite's first member and is not copied), ``OUT/manifest.json`` (settings, per-gold suite
+files and neighbour coverage) and the run folder's ``summary.json``, ``samples.jsonl`` (one record
+per gold query) and ``report.md``. ``progress-sql eval --suite OUT`` then reports TS beside EX.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from progress_sql.cli._common import fail, stdout, versions
+from progress_sql.cli._common import (
+    add_command,
+    check_timeout,
+    data_dir_option,
+    fail,
+    json_option,
+    out_dir_option,
+    prepare_out,
+    preset_option,
+    resolve_workers,
+    stdout,
+    task_option,
+    timeout_option,
+    workers_option,
+    write_run,
+)
 from progress_sql.data.tasks import resolve_task
-from progress_sql.errors import ProgressSQLError
-from progress_sql.execution.compare import PRESETS, get_preset
+from progress_sql.execution.compare import get_preset
 from progress_sql.progress import progress_bar
+from progress_sql.runfolder import RunSummary, basic_report, package_versions
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
 from progress_sql.testsuite.manifest import coverage_summary, write_manifest
 
 
 def build_suite_command(
-    task: str = typer.Option(
-        ..., "--task", help="A registered task (spider-dev, ...) or a Spider-format questions file."
-    ),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder in the benchmark's release layout."),
-    out: Path = typer.Option(..., "--out", help="Suite folder: <db_id>/*.sqlite and manifest.json."),
+    task: str = task_option(),
+    data_dir: Path | None = data_dir_option(),
+    out: Path = out_dir_option(also="<db_id>/*.sqlite, manifest.json"),
     seed: int = typer.Option(0, "--seed", help="Seed of the fuzzed databases (same seed: same bytes)."),
     pool: int = typer.Option(24, "--pool", help="Fuzzed databases tried per schema."),
     max_dbs: int = typer.Option(10, "--max-dbs", help="Most databases per suite, the original included."),
     db: list[str] = typer.Option([], "--db", help="Only these db_ids (repeatable)."),
-    preset: str | None = typer.Option(None, "--preset", help=f"Comparison semantics ({', '.join(PRESETS)})."),
-    timeout: float = typer.Option(2.0, "--timeout", help="Seconds per query while building."),
-    workers: int = typer.Option(0, "--workers", help="Schemas built in parallel (0: one per core)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the coverage summary as JSON."),
+    preset: str | None = preset_option(),
+    timeout: float = timeout_option("build-suite"),
+    workers: int = workers_option(),
+    json_output: bool = json_option(),
 ) -> None:
     """Build test suites for test-suite accuracy: fuzz, find neighbours, distil by set cover."""
     if pool < 0:
         fail(f"--pool must be >= 0, got {pool}")
     if max_dbs < 1:
         fail(f"--max-dbs must be >= 1 (the original database counts), got {max_dbs}")
-    if timeout <= 0:
-        fail(f"--timeout must be > 0 seconds, got {timeout}")
-    if workers < 0:
-        fail(f"--workers must be >= 0, got {workers}")
-    try:
-        spec, examples = resolve_task(task, data_dir)
-        chosen: str = preset or spec.preset
-        get_preset(chosen)
-    except ProgressSQLError as error:
-        fail(str(error))
+    check_timeout(timeout)
+    processes = resolve_workers(workers)
+    spec, examples = resolve_task(task, data_dir)
+    chosen: str = preset or spec.preset
+    get_preset(chosen)
     jobs, missing = schema_jobs(examples)
     if db:
         unknown = sorted(set(db) - {j.db_id for j in jobs} - set(missing))
@@ -63,19 +74,13 @@ def build_suite_command(
         missing = [m for m in missing if m in set(db)]
     if not jobs:
         fail(f"no database of {task} is present under {data_dir}")
-    try:
-        config = SuiteConfig(seed=seed, pool=pool, max_dbs=max_dbs, preset=chosen, timeout_s=timeout)
-    except ProgressSQLError as error:
-        fail(str(error))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        fail(f"cannot create {out}: {error}")
+    config = SuiteConfig(seed=seed, pool=pool, max_dbs=max_dbs, preset=chosen, timeout_s=timeout)
+    prepare_out(out)
     started = time.perf_counter()
     with progress_bar("[bold]build-suite[/] {task.description}", console=stdout, quiet=json_output) as bar:
         job = bar.add_task(f"{len(jobs)} schemas, pool {pool}", total=len(jobs))
         judged = bar.add_task("fuzzed databases judged", total=len(jobs) * pool)
-        parallel = (workers or os.cpu_count() or 1) > 1 and len(jobs) > 1
+        parallel = processes > 1 and len(jobs) > 1
 
         def finished(suite: SchemaSuite) -> None:
             bar.update(job, advance=1, description=f"{suite.db_id} done ({len(suite.databases)} databases)")
@@ -86,17 +91,19 @@ def build_suite_command(
             if "pool database" in note:
                 bar.advance(judged, 1)
 
-        try:
-            suites = build_suites(
-                jobs, out, config, workers=workers or os.cpu_count() or 1, on_done=finished, on_step=step
-            )
-        except ProgressSQLError as error:  # an unreadable database: say which
-            fail(str(error))
-    manifest = write_manifest(out, config, suites, versions())
+        # an unreadable database raises a ProgressSQLError that names it
+        suites = build_suites(jobs, out, config, workers=processes, on_done=finished, on_step=step)
+    manifest = write_manifest(out, config, suites, package_versions())
     elapsed = time.perf_counter() - started
     summary = coverage_summary(suites)
+    settings = {"task": task, "data_dir": str(data_dir) if data_dir else None, "db": list(db),
+                "workers": workers or None, **asdict(config)}  # fmt: skip
+    results = {"coverage": summary, "elapsed_s": round(elapsed, 3), "missing": missing, "manifest": str(manifest)}
+    run = RunSummary("build-suite", settings, results)
+    report = basic_report(f"Test suites: {task}", run.to_dict(), results=results, notes=_notes(suites))
+    write_run(out, run, _gold_records(suites), report)
     if json_output:
-        typer.echo(json.dumps({"coverage": summary, "elapsed_s": round(elapsed, 3), "missing": missing}, indent=2))
+        typer.echo(json.dumps(run.to_dict(), indent=2))
         return
     for suite in suites:
         values = [g.coverage for g in suite.golds if g.coverage is not None]
@@ -112,5 +119,19 @@ def build_suite_command(
     )
 
 
+def _gold_records(suites: Sequence[SchemaSuite]) -> list[dict[str, Any]]:
+    """samples.jsonl: one record per gold query, with its database and its suite coverage."""
+    return [{"db_id": s.db_id, **asdict(g)} for s in suites for g in s.golds]
+
+
+def _notes(suites: Sequence[SchemaSuite]) -> list[str]:
+    notes = []
+    for suite in suites:
+        values = [g.coverage for g in suite.golds if g.coverage is not None]
+        shown = f"{100 * sum(values) / len(values):.1f}%" if values else "n/a"
+        notes.append(f"`{suite.db_id}`: {len(suite.databases)} fuzzed databases + the original, coverage {shown}")
+    return notes
+
+
 def register(app: typer.Typer) -> None:
-    app.command("build-suite")(build_suite_command)
+    add_command(app, "build-suite", build_suite_command)

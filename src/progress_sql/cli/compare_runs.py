@@ -14,7 +14,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import fail, stdout
+from progress_sql.cli._common import add_command, json_option, stdout
+from progress_sql.evaluation.run import load_eval_run
 
 HEADLINE: tuple[tuple[str, str], ...] = (
     ("execution_accuracy", "EX"),
@@ -25,24 +26,11 @@ HEADLINE: tuple[tuple[str, str], ...] = (
 )
 
 
-def _load(run: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
-    try:
-        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-        samples = [
-            json.loads(line) for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines() if line
-        ]
-    except FileNotFoundError as error:
-        fail(f"{run} is not an eval run folder (missing {Path(error.filename).name})")
-    except (OSError, ValueError) as error:
-        fail(f"cannot read the run in {run}: {error}")
-    return summary, {int(s["index"]): s for s in samples}
-
-
 def compare(a: Path, b: Path) -> dict[str, Any]:
-    """The comparison of two run folders as a JSON-ready dict."""
-    summary_a, samples_a = _load(a)
-    summary_b, samples_b = _load(b)
-    metrics_a, metrics_b = summary_a["metrics"], summary_b["metrics"]
+    """The comparison of two run folders as a JSON-ready dict (DatasetError: not an eval run folder)."""
+    run_a, run_b = load_eval_run(a), load_eval_run(b)
+    samples_a, samples_b = run_a.samples, run_b.samples
+    metrics_a, metrics_b = run_a.summary.metrics, run_b.summary.metrics
 
     def pair(x: Any, y: Any) -> dict[str, Any]:
         delta = y - x if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
@@ -75,12 +63,12 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
                 "b": {"verdict": y["verdict"], "sql": y["sql"]},
             }
         )
-    same_task = summary_a["settings"]["task"] == summary_b["settings"]["task"]
+    settings_a, settings_b = run_a.summary.settings, run_b.summary.settings
     return {
         "a": str(a),
         "b": str(b),
-        "same_task": same_task,
-        "same_preset": summary_a["settings"]["preset"] == summary_b["settings"]["preset"],
+        "same_task": settings_a.task == settings_b.task,
+        "same_preset": settings_a.preset == settings_b.preset,
         "only_in_a": len(set(samples_a) - set(samples_b)),
         "only_in_b": len(set(samples_b) - set(samples_a)),
         "headline": headline,
@@ -95,38 +83,40 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
+def compare_runs_command(
+    a: Path = typer.Argument(..., help="First run folder (written by progress-sql eval)."),
+    b: Path = typer.Argument(..., help="Second run folder."),
+    show: int = typer.Option(20, "--show", help="How many changed examples to list."),
+    as_json: bool = json_option(),
+) -> None:
+    """Two evaluation runs side by side, with the examples whose verdict changed."""
+    result = compare(a, b)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    if not result["same_task"] or not result["same_preset"]:
+        stdout.print("[yellow]warning:[/] the runs differ in task or preset; differences mix both effects")
+    table = Table(title=f"A = {a}   B = {b}", header_style="bold")
+    for column in ("metric", "A (%)", "B (%)", "B - A (points)"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for key, value in result["headline"].items():
+        label = dict(HEADLINE).get(key, key)
+        delta = value["delta"]
+        table.add_row(label, _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}")
+    for level, value in result["by_level"].items():
+        delta = value["delta"]
+        table.add_row(
+            f"EX {level}", _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}"
+        )
+    stdout.print(table)
+    stdout.print(f"changed examples: {result['fixed']} fixed (wrong in A, right in B), {result['broken']} broken")
+    for item in result["changed"][:show]:
+        stdout.print(
+            f"  #{item['index']} {item['db_id']} [{item['level']}] {item['change']}: "
+            f"A {item['a']['verdict']}: {item['a']['sql']}\n      B {item['b']['verdict']}: {item['b']['sql']}",
+            markup=False,
+        )
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("compare-runs")
-    def compare_runs_command(
-        a: Path = typer.Argument(..., help="First run folder (written by progress-sql eval)."),
-        b: Path = typer.Argument(..., help="Second run folder."),
-        show: int = typer.Option(20, "--show", help="How many changed examples to list."),
-        as_json: bool = typer.Option(False, "--json", help="Print the whole comparison as JSON."),
-    ) -> None:
-        """Two evaluation runs side by side, with the examples whose verdict changed."""
-        result = compare(a, b)
-        if as_json:
-            typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
-            return
-        if not result["same_task"] or not result["same_preset"]:
-            stdout.print("[yellow]warning:[/] the runs differ in task or preset; differences mix both effects")
-        table = Table(title=f"A = {a}   B = {b}", header_style="bold")
-        for column in ("metric", "A (%)", "B (%)", "B - A (points)"):
-            table.add_column(column, justify="left" if column == "metric" else "right")
-        for key, value in result["headline"].items():
-            label = dict(HEADLINE).get(key, key)
-            delta = value["delta"]
-            table.add_row(label, _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}")
-        for level, value in result["by_level"].items():
-            delta = value["delta"]
-            table.add_row(
-                f"EX {level}", _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}"
-            )
-        stdout.print(table)
-        stdout.print(f"changed examples: {result['fixed']} fixed (wrong in A, right in B), {result['broken']} broken")
-        for item in result["changed"][:show]:
-            stdout.print(
-                f"  #{item['index']} {item['db_id']} [{item['level']}] {item['change']}: "
-                f"A {item['a']['verdict']}: {item['a']['sql']}\n      B {item['b']['verdict']}: {item['b']['sql']}",
-                markup=False,
-            )
+    add_command(app, "compare-runs", compare_runs_command)

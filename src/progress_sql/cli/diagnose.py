@@ -10,7 +10,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from progress_sql.cli._common import fail, stdout
+from progress_sql.cli._common import add_command, fail, json_option, stdout
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import DatasetError
 from progress_sql.odt import TAGS, Diagnosis, diagnose
@@ -72,21 +72,23 @@ def _load_schema(path: Path | None) -> Schema | None:
         fail(f"{error} (--schema expects a SQLite database file)")
 
 
+def diagnose_command(
+    gold: str = typer.Option(..., "--gold", help="The gold (reference) SQL query."),
+    pred: str = typer.Option(..., "--pred", help="The predicted SQL query to diagnose."),
+    schema: Path | None = typer.Option(
+        None,
+        "--schema",
+        help="A SQLite database whose schema resolves unqualified columns and double-quoted literals.",
+    ),
+    as_json: bool = json_option(),
+) -> None:
+    """Score a predicted SQL against a gold SQL: F_struct, F_lex, F, feature similarities, tags, feedback."""
+    diagnosis = diagnose(pred, gold, _load_schema(schema))
+    if as_json:
+        typer.echo(json.dumps(diagnosis_record(diagnosis), indent=2))
+    else:
+        print_diagnosis(diagnosis)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("diagnose")
-    def diagnose_command(
-        gold: str = typer.Option(..., "--gold", help="The gold (reference) SQL query."),
-        pred: str = typer.Option(..., "--pred", help="The predicted SQL query to diagnose."),
-        schema: Path | None = typer.Option(
-            None,
-            "--schema",
-            help="A SQLite database whose schema resolves unqualified columns and double-quoted literals.",
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
-    ) -> None:
-        """Score a predicted SQL against a gold SQL: F_struct, F_lex, F, feature similarities, tags, feedback."""
-        diagnosis = diagnose(pred, gold, _load_schema(schema))
-        if as_json:
-            typer.echo(json.dumps(diagnosis_record(diagnosis), indent=2))
-        else:
-            print_diagnosis(diagnosis)
+    add_command(app, "diagnose", diagnose_command)

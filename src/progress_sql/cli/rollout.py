@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -12,117 +13,129 @@ from rich.table import Table
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.openai_compat import BackendError
 from progress_sql.backends.registry import BACKENDS, make_backend
-from progress_sql.cli._common import fail, stderr, stdout, versions, write_json
+from progress_sql.cli._common import (
+    add_command,
+    check_timeout,
+    data_dir_option,
+    fail,
+    json_option,
+    out_dir_option,
+    prepare_out,
+    preset_option,
+    resolve_workers,
+    stderr,
+    stdout,
+    task_option,
+    timeout_option,
+    workers_option,
+    write_run,
+)
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
-from progress_sql.env.rollout import record_dict, run_rollouts, summarize_rollouts
-from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.env.rollout import run_rollouts, summarize_rollouts
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
+from progress_sql.runfolder import RunSummary, basic_report
+
+
+def rollout_command(
+    task: str = task_option(),
+    data_dir: Path | None = data_dir_option(),
+    backend: str = typer.Option(..., "--backend", help=f"Generation backend: {', '.join(sorted(BACKENDS))}."),
+    out: Path = out_dir_option(),
+    turns: int = typer.Option(4, "--turns", help="Turn budget T."),
+    base_url: str | None = typer.Option(None, "--base-url", help="openai: server URL, e.g. http://localhost:8000/v1"),
+    model: str | None = typer.Option(None, "--model", help="openai: model name; transformers: model folder."),
+    replay: Path | None = typer.Option(None, "--replay", help="replay: JSONL file of scripted responses."),
+    preset: str = preset_option("strict"),
+    feedback: str = typer.Option("tags", "--feedback", help=f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
+    reward: str = typer.Option("progressive", "--reward", help="Reward name (see the reward registry)."),
+    schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
+    max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per turn."),
+    seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
+    workers: int = workers_option(),
+    timeout: float = timeout_option("rollout"),
+    as_json: bool = json_option(),
+) -> None:
+    """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
+    check_timeout(timeout)
+    processes = resolve_workers(workers)
+    examples = load_task(task, data_dir)
+    if limit is not None:
+        examples = examples[: max(0, limit)]
+    config = EnvConfig(
+        max_turns=turns,
+        preset=preset,
+        feedback=feedback,  # type: ignore[arg-type]
+        reward=reward,
+        schema_profile=schema_profile,  # type: ignore[arg-type]
+        timeout_s=timeout,
+    )
+    generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    generator = make_backend(
+        backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
+    )
+    prepare_out(out)
+    with (
+        ExecutionPool(workers=processes) as pool,
+        progress_bar("rollout", console=stderr) as bar,
+    ):
+        job = bar.add_task("turns", total=len(examples) * turns)
+        try:
+            records = run_rollouts(
+                examples,
+                generator,
+                config,
+                generation,
+                pool,
+                cache=GoldCache(),
+                progress=lambda n: bar.advance(job, n),
+            )
+        except BackendError as error:
+            fail(f"generation failed: {error}")
+    spec = get_reward(reward)
+    metrics = summarize_rollouts(records, turns)
+    settings = {
+        "task": task,
+        "data_dir": str(data_dir) if data_dir else None,
+        "backend": backend,
+        "model": model,
+        "turns": turns,
+        "preset": preset,
+        "feedback": feedback,
+        "schema_profile": schema_profile,
+        "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
+        "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
+        "timeout_s": timeout,
+        "workers": workers or None,
+    }
+    summary = RunSummary("rollout", settings, {"metrics": metrics})
+    report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)
+    write_run(out, summary, records, report)
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        return
+    _print(task, metrics)
+    stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
+
+
+def _print(task: str, metrics: dict[str, Any]) -> None:
+    table = Table(title=f"rollout: {task} ({metrics['scored']} scored)", header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, share in metrics["success_by_turn"].items():
+        table.add_row(f"success within {k} turn(s)", f"{100 * share:.1f}%")
+    table.add_row("mean reward", f"{metrics['mean_reward']:.3f}")
+    table.add_row("mean turns", f"{metrics['mean_turns']:.2f}")
+    table.add_row("format rate", f"{100 * metrics['format_rate']:.1f}%")
+    table.add_row("gold invalid / skipped", f"{metrics['gold_invalid']} / {metrics['skipped']}")
+    stdout.print(table)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("rollout")
-    def rollout_command(
-        task: str = typer.Option(..., "--task", help="A registered task (spider-dev, bird-dev) or a questions file."),
-        data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder in the benchmark's release layout."),
-        backend: str = typer.Option(..., "--backend", help=f"Generation backend: {', '.join(sorted(BACKENDS))}."),
-        out: Path = typer.Option(..., "--out", help="Folder for samples.jsonl and summary.json."),
-        turns: int = typer.Option(4, "--turns", help="Turn budget T."),
-        base_url: str | None = typer.Option(
-            None, "--base-url", help="openai: server URL, e.g. http://localhost:8000/v1"
-        ),
-        model: str | None = typer.Option(None, "--model", help="openai: model name; transformers: model folder."),
-        replay: Path | None = typer.Option(None, "--replay", help="replay: JSONL file of scripted responses."),
-        preset: str = typer.Option("strict", "--preset", help="Result comparison preset."),
-        feedback: str = typer.Option("tags", "--feedback", help=f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
-        reward: str = typer.Option("progressive", "--reward", help="Reward name (see the reward registry)."),
-        schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
-        temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
-        max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per turn."),
-        seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
-        limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
-        workers: int = typer.Option(os.cpu_count() or 1, "--workers", help="Execution worker processes."),
-        timeout: float = typer.Option(10.0, "--timeout", help="Seconds per SQL execution."),
-        as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
-    ) -> None:
-        """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
-        try:
-            examples = load_task(task, data_dir)
-            if limit is not None:
-                examples = examples[: max(0, limit)]
-            config = EnvConfig(
-                max_turns=turns,
-                preset=preset,
-                feedback=feedback,  # type: ignore[arg-type]
-                reward=reward,
-                schema_profile=schema_profile,  # type: ignore[arg-type]
-                timeout_s=timeout,
-            )
-            generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
-            generator = make_backend(
-                backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
-            )
-        except (ConfigError, DatasetError) as error:
-            fail(str(error))
-        if workers < 1:
-            fail(f"--workers must be >= 1, got {workers}")
-        out.mkdir(parents=True, exist_ok=True)
-        with (
-            ExecutionPool(workers=workers) as pool,
-            progress_bar("rollout", console=stderr) as bar,
-        ):
-            job = bar.add_task("turns", total=len(examples) * turns)
-            try:
-                records = run_rollouts(
-                    examples,
-                    generator,
-                    config,
-                    generation,
-                    pool,
-                    cache=GoldCache(),
-                    progress=lambda n: bar.advance(job, n),
-                )
-            except BackendError as error:
-                fail(f"generation failed: {error}")
-        with (out / "samples.jsonl").open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record_dict(record), ensure_ascii=False) + "\n")
-        spec = get_reward(reward)
-        metrics = summarize_rollouts(records, turns)
-        summary = {
-            "command": "rollout",
-            "settings": {
-                "task": task,
-                "data_dir": str(data_dir) if data_dir else None,
-                "backend": backend,
-                "model": model,
-                "turns": turns,
-                "preset": preset,
-                "feedback": feedback,
-                "schema_profile": schema_profile,
-                "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
-                "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
-                "timeout_s": timeout,
-            },
-            "versions": versions(),
-            "metrics": metrics,
-        }
-        write_json(out / "summary.json", summary)
-        if as_json:
-            typer.echo(json.dumps(summary, indent=2))
-            return
-        table = Table(title=f"rollout: {task} ({metrics['scored']} scored)", header_style="bold")
-        table.add_column("metric")
-        table.add_column("value", justify="right")
-        for k, share in metrics["success_by_turn"].items():
-            table.add_row(f"success within {k} turn(s)", f"{100 * share:.1f}%")
-        table.add_row("mean reward", f"{metrics['mean_reward']:.3f}")
-        table.add_row("mean turns", f"{metrics['mean_turns']:.2f}")
-        table.add_row("format rate", f"{100 * metrics['format_rate']:.1f}%")
-        table.add_row("gold invalid / skipped", f"{metrics['gold_invalid']} / {metrics['skipped']}")
-        stdout.print(table)
-        stdout.print(f"wrote {out / 'samples.jsonl'} and {out / 'summary.json'}")
+    add_command(app, "rollout", rollout_command)

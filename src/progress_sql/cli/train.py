@@ -1,94 +1,131 @@
-"""``progress-sql train``: the whole loop on the embedded default, or RL for a real model."""
+"""``progress-sql train``: the whole loop on the embedded default, or RL for a real model.
+
+The run folder holds ``report.md`` and the plots (``training.report``), ``summary.json`` (the run's
+numbers with the command's settings and versions), ``samples.jsonl`` (one record per RL step of each
+reward's run, the rows of ``rl/metrics.jsonl`` with ``run_reward`` naming the run), the checkpoints
+and, for a ``--task`` run, ``dropped.jsonl``.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import fail, stderr, stdout
-from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.cli._common import (
+    ALGORITHMS,
+    add_command,
+    algorithm_option,
+    data_dir_option,
+    fail,
+    json_option,
+    out_dir_option,
+    stderr,
+    stdout,
+    task_option,
+    warn,
+)
 from progress_sql.progress import progress_bar
+from progress_sql.runfolder import RunFolder, RunSummary
+
+
+def train_command(
+    out: Path = out_dir_option(Path("runs/train"), also="plots, checkpoints; a rerun with it resumes"),
+    model: str = typer.Option("tiny", "--model", help="tiny / small (built here), or a model folder or hub name."),
+    algorithm: str = algorithm_option(),
+    legacy_preset: str | None = typer.Option(
+        None, "--preset", hidden=True, help=f"Deprecated name of --algorithm ({' or '.join(ALGORITHMS)})."
+    ),
+    reward: str = typer.Option("progressive", "--reward", help="Reward name from the registry."),
+    compare_reward: str | None = typer.Option(
+        None, "--compare-reward", help="Also train with this reward (same data, seed, steps) and compare."
+    ),
+    turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
+    steps: int = typer.Option(40, "--steps", help="RL steps."),
+    sft_seconds: float = typer.Option(240.0, "--sft-seconds", help="Time budget of the supervised warm start."),
+    task: str | None = task_option(required=False),
+    data_dir: Path | None = data_dir_option(),
+    data_filter: str = typer.Option(
+        "rl-default",
+        "--filter",
+        help="Gold-audit filter for --task training data: none, rl-default or strict (dropped.jsonl in --out).",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the data split, the warm start and RL."),
+    threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
+    vllm: str | None = typer.Option(
+        None, "--vllm", help="Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed)."
+    ),
+    as_json: bool = json_option(),
+) -> None:
+    """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
+    from progress_sql.training.recipe import TrainConfig
+    from progress_sql.training.rl import RLSettings
+
+    if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
+        warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
+        algorithm = legacy_preset
+    config = TrainConfig(
+        out=out,
+        model=model,
+        # training.rl still calls the algorithm its "preset"
+        rl=RLSettings(preset=algorithm, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
+        compare_reward=compare_reward,
+        sft_seconds=sft_seconds,
+        seed=seed,
+        threads=threads,
+        data_filter=data_filter,
+    )
+    if not config.embedded and task is None:
+        fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
+    with progress_bar("{task.description}", console=stderr) as progress:
+
+        def phase(description: str, total: int):  # type: ignore[no-untyped-def]
+            job = progress.add_task(description, total=total)
+            return lambda n: progress.advance(job, n)
+
+        if config.embedded:
+            from progress_sql.training.recipe import run_embedded
+
+            result = run_embedded(config, phase)
+        else:
+            from progress_sql.training.recipe import run_pretrained
+
+            result = run_pretrained(config, task or "", data_dir, phase)
+    from progress_sql.training.report import summary, write_report
+
+    report = write_report(result, out)
+    settings = {
+        "model": model, "algorithm": algorithm, "reward": reward, "compare_reward": compare_reward, "turns": turns,
+        "steps": steps, "sft_seconds": sft_seconds, "task": task, "data_dir": str(data_dir) if data_dir else None,
+        "filter": data_filter, "seed": seed, "threads": threads, "vllm": vllm,
+    }  # fmt: skip
+    run = RunSummary("train", settings, summary(result))
+    # write_report wrote summary.json without the command's settings and versions: the run folder's replaces it
+    folder = RunFolder(out)
+    folder.write_summary(run)
+    folder.write_records(_step_records(result.rl))
+    if as_json:
+        typer.echo(json.dumps(run.to_dict(), indent=2))
+        return
+    table = Table(title="held-out execution accuracy (greedy, single turn)", header_style="bold")
+    for column in ("set", "n", "before RL", "after RL"):
+        table.add_column(column, justify="right")
+    for name, before in result.before.items():
+        after = result.after.get(name)
+        table.add_row(name, str(before.n), f"{100 * before.ex:.1f}% +- {100 * before.standard_error:.1f}",
+                      f"{100 * after.ex:.1f}% +- {100 * after.standard_error:.1f}" if after else "-")  # fmt: skip
+    stdout.print(table)
+    stdout.print(result.guard)
+    stdout.print(f"report: {report}")
+
+
+def _step_records(runs: dict[str, Any]) -> list[dict[str, Any]]:
+    """samples.jsonl of a training run: every logged RL step of every reward's run."""
+    return [{"run_reward": reward, **step} for reward, run in runs.items() for step in run.metrics]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("train")
-    def train_command(
-        out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (a rerun with it resumes)."),
-        model: str = typer.Option("tiny", "--model", help="tiny / small (built here), or a model folder or hub name."),
-        preset: str = typer.Option("grpo", "--preset", help="Trainer preset: grpo or gspo."),
-        reward: str = typer.Option("progressive", "--reward", help="Reward name from the registry."),
-        compare_reward: str | None = typer.Option(
-            None, "--compare-reward", help="Also train with this reward (same data, seed, steps) and compare."
-        ),
-        turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
-        steps: int = typer.Option(40, "--steps", help="RL steps."),
-        sft_seconds: float = typer.Option(240.0, "--sft-seconds", help="Time budget of the supervised warm start."),
-        task: str | None = typer.Option(None, "--task", help="Dataset for a real model (task name or questions file)."),
-        data_dir: Path | None = typer.Option(None, "--data-dir", help="Data folder of --task."),
-        data_filter: str = typer.Option(
-            "rl-default",
-            "--filter",
-            help="Gold-audit filter for --task training data: none, rl-default or strict (dropped.jsonl in --out).",
-        ),
-        seed: int = typer.Option(0, "--seed"),
-        threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
-        vllm: str | None = typer.Option(
-            None, "--vllm", help="Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed)."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
-    ) -> None:
-        """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
-        from progress_sql.training.recipe import TrainConfig
-        from progress_sql.training.rl import RLSettings
-
-        try:
-            config = TrainConfig(
-                out=out,
-                model=model,
-                rl=RLSettings(preset=preset, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
-                compare_reward=compare_reward,
-                sft_seconds=sft_seconds,
-                seed=seed,
-                threads=threads,
-                data_filter=data_filter,
-            )
-        except ConfigError as error:
-            fail(str(error))
-        if not config.embedded and task is None:
-            fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
-        with progress_bar("{task.description}", console=stderr) as progress:
-
-            def phase(description: str, total: int):  # type: ignore[no-untyped-def]
-                job = progress.add_task(description, total=total)
-                return lambda n: progress.advance(job, n)
-
-            try:
-                if config.embedded:
-                    from progress_sql.training.recipe import run_embedded
-
-                    result = run_embedded(config, phase)
-                else:
-                    from progress_sql.training.recipe import run_pretrained
-
-                    result = run_pretrained(config, task or "", data_dir, phase)
-            except (ConfigError, DatasetError) as error:
-                fail(str(error))
-        from progress_sql.training.report import summary, write_report
-
-        report = write_report(result, out)
-        if as_json:
-            typer.echo(json.dumps(summary(result), indent=2))
-            return
-        table = Table(title="held-out execution accuracy (greedy, single turn)", header_style="bold")
-        for column in ("set", "n", "before RL", "after RL"):
-            table.add_column(column, justify="right")
-        for name, before in result.before.items():
-            after = result.after.get(name)
-            table.add_row(name, str(before.n), f"{100 * before.ex:.1f}% +- {100 * before.standard_error:.1f}",
-                          f"{100 * after.ex:.1f}% +- {100 * after.standard_error:.1f}" if after else "-")  # fmt: skip
-        stdout.print(table)
-        stdout.print(result.guard)
-        stdout.print(f"report: {report}")
+    add_command(app, "train", train_command)

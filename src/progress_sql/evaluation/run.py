@@ -1,0 +1,261 @@
+"""One evaluation run around :func:`progress_sql.evaluation.harness.evaluate`: generation with a
+backend, the typed ``summary.json`` (:class:`EvalSummary`), the run folder and its loader.
+
+``progress-sql eval`` is a thin layer over this module: it reads options, opens the pool and the
+progress bar, and calls :func:`generate_samples`, ``evaluate``, :func:`summarize_run` and
+:func:`write_eval_run`. ``progress-sql compare-runs`` reads runs back with :func:`load_eval_run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from progress_sql.backends.base import GenerationConfig
+from progress_sql.data.ddl import SchemaProfile, db_details
+from progress_sql.data.tasks import Task
+from progress_sql.errors import DatasetError
+from progress_sql.evaluation.analysis import odt_config_version
+from progress_sql.evaluation.harness import EvalRecord, Sample
+from progress_sql.evaluation.metrics import notes, summarize_eval
+from progress_sql.evaluation.report import render_report, write_plots
+from progress_sql.execution.compare import Preset, describe
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.prompts import initial_messages
+from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.runfolder import RunFolder, package_versions
+from progress_sql.sql.extract import extract
+from progress_sql.types import Example
+
+#: Conversations sent to a backend per call (progress is reported between calls).
+GENERATION_BATCH = 16
+
+
+def generate_samples(
+    examples: Sequence[Example],
+    backend: Any,
+    config: GenerationConfig,
+    profile: SchemaProfile,
+    advance: Callable[[int], object] = lambda n: None,
+) -> list[list[Sample]]:
+    """Prompt ``backend`` (a ``backends.base`` generator) with the paper's opening messages for every
+    example whose database is present and extract the SQL of each response; the examples without a
+    database get an empty list. ``advance(k)`` is called after each batch of ``k`` examples."""
+    samples: list[list[Sample]] = [[] for _ in examples]
+    present = [i for i, e in enumerate(examples) if Path(e.db_path).is_file()]
+    schemas: dict[str, str] = {}
+    for start in range(0, len(present), GENERATION_BATCH):
+        batch = present[start : start + GENERATION_BATCH]
+        conversations = []
+        for i in batch:
+            example = examples[i]
+            if example.db_path not in schemas:
+                schemas[example.db_path] = db_details(example.db_path, profile)
+            conversations.append(initial_messages(schemas[example.db_path], example.question, example.evidence))
+        responses = backend.generate(conversations, config)
+        for i, texts in zip(batch, responses, strict=True):
+            found = [extract(text) for text in texts]
+            samples[i] = [Sample(x.sql, text, x.format_ok) for x, text in zip(found, texts, strict=True)]
+        advance(len(batch))
+    return samples
+
+
+@dataclass(frozen=True, slots=True)
+class EvalInputs:
+    """What an evaluation run is asked to do, known before it runs (the options of ``eval``)."""
+
+    task: Task
+    task_argument: str  # as given: a task name or a questions file
+    data_dir: Path | None
+    preset: Preset
+    limits: ExecLimits
+    workers: int  # 0: one per core
+    predictions: Path | None = None
+    backend: str | None = None
+    model: str | None = None
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    schema_profile: str = "full"
+    suite: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSettings:
+    """``summary.json``'s ``settings``: everything that decides the run's numbers."""
+
+    task: Mapping[str, Any]  # name (as given for a questions file), spec, version, breakdown
+    data_dir: str | None
+    source: str
+    predictions: str | None
+    backend: str | None
+    model: str | None
+    decoding: Mapping[str, Any]
+    suite: str | None
+    preset: Mapping[str, Any]  # execution.compare.describe: name and options
+    limits: Mapping[str, Any]
+    workers: int | None  # None: one per core
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalSettings:
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSummary:
+    """``summary.json`` of ``progress-sql eval``.
+
+    ``metrics`` is :func:`progress_sql.evaluation.metrics.summarize_eval`'s mapping; ``reward_config``
+    records the progressive reward's version and hash (the reward the environment would score these
+    answers with; kept because runs are compared across reward versions).
+    """
+
+    settings: EvalSettings
+    versions: Mapping[str, str]
+    odt_config_version: str
+    reward_config: Mapping[str, Any]
+    metrics: Mapping[str, Any]
+    gold_cache: Mapping[str, int]
+    elapsed_s: float
+    notes: tuple[str, ...] = ()
+    command: str = "eval"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "settings": self.settings.to_dict(),
+            "versions": dict(self.versions),
+            "odt_config_version": self.odt_config_version,
+            "reward_config": dict(self.reward_config),
+            "metrics": _plain(self.metrics),
+            "gold_cache": dict(self.gold_cache),
+            "elapsed_s": self.elapsed_s,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalSummary:
+        """The summary of a ``summary.json``; a KeyError names a missing field."""
+        return cls(
+            settings=EvalSettings.from_dict(data["settings"]),
+            versions=data["versions"],
+            odt_config_version=data["odt_config_version"],
+            reward_config=data["reward_config"],
+            metrics=data["metrics"],
+            gold_cache=data["gold_cache"],
+            elapsed_s=data["elapsed_s"],
+            notes=tuple(data.get("notes", ())),
+            command=data.get("command", "eval"),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and sequences as JSON-ready dicts and lists (for ``to_dict``)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _decoding(inputs: EvalInputs, samples_per_example: int) -> dict[str, Any]:
+    generation = inputs.generation
+    if inputs.backend is None:  # a prediction file: its own number of samples, no sampling settings
+        n = samples_per_example
+        return {"mode": "prediction file" if n == 1 else f"vote@{n} (prediction file)", "n": n}
+    greedy = generation.n == 1 and generation.temperature == 0
+    return {
+        "mode": "greedy" if greedy else (f"vote@{generation.n}" if generation.n > 1 else "sampled"),
+        "n": generation.n,
+        "temperature": generation.temperature,
+        "top_p": generation.top_p,
+        "max_tokens": generation.max_tokens,
+        "seed": generation.seed,
+        "schema_profile": inputs.schema_profile,
+    }
+
+
+def summarize_run(
+    inputs: EvalInputs, records: Sequence[EvalRecord], *, gold_cache: Mapping[str, int], elapsed_s: float
+) -> EvalSummary:
+    """The typed summary of a finished run: settings, versions, metrics and notes."""
+    metrics = summarize_eval(records)
+    spec = inputs.task
+    if inputs.predictions is not None:
+        source = f"predictions {inputs.predictions}"
+    else:
+        source = f"backend {inputs.backend} {inputs.model or ''}".strip()
+    settings = EvalSettings(
+        task={
+            "name": spec.name if spec.name != "spider-format" else inputs.task_argument,
+            "spec": spec.name,
+            "version": spec.version,
+            "breakdown": spec.breakdown,
+        },
+        data_dir=str(inputs.data_dir) if inputs.data_dir is not None else None,
+        source=source,
+        predictions=str(inputs.predictions) if inputs.predictions is not None else None,
+        backend=inputs.backend,
+        model=inputs.model,
+        decoding=_decoding(inputs, metrics["samples_per_example"]),
+        suite=str(inputs.suite) if inputs.suite is not None else None,
+        preset=describe(inputs.preset),
+        limits=asdict(inputs.limits),
+        workers=inputs.workers or None,
+    )
+    reward = ProgressiveConfig()
+    return EvalSummary(
+        settings=settings,
+        versions=package_versions(),
+        odt_config_version=odt_config_version(),
+        reward_config={"version": reward.version, "config_hash": reward.config_hash},
+        metrics=metrics,
+        gold_cache=dict(gold_cache),
+        elapsed_s=round(elapsed_s, 3),
+        notes=tuple(notes(metrics)),
+    )
+
+
+def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummary, *, plots: bool = True) -> RunFolder:
+    """``samples.jsonl``, ``summary.json``, the plots (when asked and matplotlib is there) and
+    ``report.md`` into ``out``. OSError propagates."""
+    folder = RunFolder(out)
+    folder.write_records(records)
+    folder.write_summary(summary)
+    data = summary.to_dict()
+    drawn: list[str] = []
+    problem = None
+    if plots:
+        try:
+            drawn = [path.name for path in write_plots(out, data, records)]
+        except Exception as error:  # matplotlib absent or a drawing failure: the results still stand
+            problem = f"{type(error).__name__}: {error}"
+    folder.write_report(render_report(data, drawn, problem))
+    return folder
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRun:
+    """An eval run folder read back: its summary and its ``samples.jsonl`` records by example index."""
+
+    path: Path
+    summary: EvalSummary
+    samples: Mapping[int, Mapping[str, Any]]
+
+
+def load_eval_run(path: Path) -> EvalRun:
+    """Read a folder written by :func:`write_eval_run`; DatasetError says what is missing or broken."""
+    folder = RunFolder(path)
+    try:
+        summary = EvalSummary.from_dict(folder.read_summary())
+        samples = {int(s["index"]): s for s in folder.read_records()}
+    except FileNotFoundError as error:
+        raise DatasetError(f"{path} is not an eval run folder (missing {Path(error.filename).name})") from error
+    except KeyError as error:
+        raise DatasetError(f"{path} is not an eval run folder (summary.json lacks {error})") from error
+    except (OSError, ValueError) as error:
+        raise DatasetError(f"cannot read the run in {path}: {error}") from error
+    return EvalRun(path, summary, samples)

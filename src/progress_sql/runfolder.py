@@ -1,0 +1,217 @@
+"""The run folder every command with ``--out DIR`` leaves: ``summary.json``, ``samples.jsonl``, ``report.md``.
+
+- ``summary.json``: what ran (``command``), with which settings (``settings``) and package versions
+  (``versions``), then the command's own results. Written from a typed summary (:class:`RunSummary`,
+  or a command's own frozen dataclass with ``command`` and ``to_dict()``, such as
+  ``evaluation.run.EvalSummary``).
+- ``samples.jsonl``: one JSON record per line, one per unit of work: an example (``eval``,
+  ``rollout``, ``audit``), a gold query (``build-suite``), an exported example (``export``), a
+  training step (``train``), a point of the curve (``reward-bound``). The name is the design's and
+  ``eval``'s; ``progress-sql compare-runs`` reads it.
+- ``report.md``: the same results for people.
+
+Commands keep the other files they write (plots, ``manifest.json``, ``records.jsonl`` ...). This
+module is a leaf: it imports nothing else from the package, so any layer may write a run folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+SUMMARY_FILE = "summary.json"
+RECORDS_FILE = "samples.jsonl"
+REPORT_FILE = "report.md"
+#: The three files of every run folder, in the order they are written.
+RUN_FILES: tuple[str, str, str] = (SUMMARY_FILE, RECORDS_FILE, REPORT_FILE)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions that decide results, recorded in every ``summary.json``."""
+    import platform
+    import sqlite3
+
+    import sqlglot
+
+    from progress_sql import __version__
+
+    return {
+        "progress_sql": __version__,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "sqlglot": str(getattr(sqlglot, "__version__", "unknown")),
+    }
+
+
+class Summary(Protocol):
+    """What :meth:`RunFolder.write_summary` accepts: a typed record that knows its JSON shape."""
+
+    @property
+    def command(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """``summary.json`` of a command without a summary type of its own.
+
+    ``results`` are the command's own top-level fields, written after ``command``, ``settings`` and
+    ``versions`` (flat, so that files written before this record existed keep their keys).
+
+    >>> RunSummary("demo", {"turns": 2}, {"bound": 1.5}, versions={"python": "3"}).to_dict()
+    {'command': 'demo', 'settings': {'turns': 2}, 'versions': {'python': '3'}, 'bound': 1.5}
+    """
+
+    command: str
+    settings: Mapping[str, Any]
+    results: Mapping[str, Any] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=package_versions)
+
+    def to_dict(self) -> dict[str, Any]:
+        reserved = {"command", "settings", "versions"} & set(self.results)
+        if reserved:
+            raise ValueError(f"results may not redefine {sorted(reserved)}")
+        return {
+            "command": self.command,
+            "settings": dict(self.settings),
+            "versions": dict(self.versions),
+            **self.results,
+        }
+
+
+def _plain(record: Any) -> Any:
+    """A dataclass as a dict (recursively); anything else as it is."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return dataclasses.asdict(record)
+    return record
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write pretty JSON (UTF-8, trailing newline); returns ``path``."""
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class RunFolder:
+    """The folder of one run; each ``write_*`` creates it if needed and returns the file written.
+
+    I/O errors propagate as :class:`OSError` (the CLI turns them into a message and exit code 2).
+    """
+
+    path: Path
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / SUMMARY_FILE
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / RECORDS_FILE
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / REPORT_FILE
+
+    def create(self) -> RunFolder:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def write_summary(self, summary: Summary) -> Path:
+        self.create()
+        return write_json(self.summary_path, summary.to_dict())
+
+    def write_records(self, records: Iterable[Any]) -> Path:
+        """One JSON line per record (dataclasses are written as their fields, dicts as they are)."""
+        self.create()
+        with self.records_path.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(_plain(record), ensure_ascii=False) + "\n")
+        return self.records_path
+
+    def write_report(self, markdown: str) -> Path:
+        self.create()
+        text = markdown if markdown.endswith("\n") else markdown + "\n"
+        self.report_path.write_text(text, encoding="utf-8")
+        return self.report_path
+
+    def write(self, summary: Summary, records: Iterable[Any], report: str) -> tuple[Path, Path, Path]:
+        """All three files; returns their paths in :data:`RUN_FILES` order."""
+        return self.write_summary(summary), self.write_records(records), self.write_report(report)
+
+    def read_summary(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.summary_path.read_text(encoding="utf-8"))
+        return data
+
+    def read_records(self) -> list[dict[str, Any]]:
+        lines = self.records_path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple, dict)):
+        return f"`{json.dumps(value, ensure_ascii=False)}`"
+    return "n/a" if value is None else str(value).replace("|", "\\|")
+
+
+def flatten(results: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested mappings as ``(dotted.key, value)`` pairs, in order.
+
+    >>> flatten({"a": 1, "b": {"c": 2.5, "d": [1, 2]}})
+    [('a', 1), ('b.c', 2.5), ('b.d', [1, 2])]
+    """
+    pairs: list[tuple[str, Any]] = []
+    for key, value in results.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            pairs += flatten(value, f"{name}.")
+        else:
+            pairs.append((name, value))
+    return pairs
+
+
+def basic_report(
+    title: str, summary: Mapping[str, Any], *, results: Mapping[str, Any], notes: Iterable[str] = ()
+) -> str:
+    """A plain ``report.md`` for a command without a report of its own: the title, the settings and
+    versions of ``summary`` (a ``summary.json`` dict), a table of ``results`` and the ``notes``.
+
+    >>> print(basic_report("Demo", {"settings": {"turns": 2}, "versions": {}}, results={"ok": True}), end="")
+    # Demo
+    <BLANKLINE>
+    ## Settings
+    <BLANKLINE>
+    - turns: `2`
+    <BLANKLINE>
+    ## Results
+    <BLANKLINE>
+    | result | value |
+    |---|---:|
+    | ok | True |
+    """
+    lines = [f"# {title}", "", "## Settings", "", *settings_table(summary.get("settings", {}))]
+    versions = summary.get("versions", {})
+    if versions:
+        lines.append(f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}")
+    lines += ["", "## Results", "", "| result | value |", "|---|---:|"]
+    lines += [f"| {key} | {_cell(value)} |" for key, value in flatten(results)]
+    written = list(notes)
+    if written:
+        lines += ["", "## Notes", "", *(f"- {note}" for note in written)]
+    return "\n".join(lines) + "\n"
+
+
+def settings_table(settings: Mapping[str, Any]) -> list[str]:
+    """Markdown bullet lines of a settings mapping (for a report's header).
+
+    >>> settings_table({"task": "spider-dev", "workers": None})
+    ['- task: `spider-dev`', '- workers: `None`']
+    """
+    return [f"- {key}: `{value}`" for key, value in settings.items()]
