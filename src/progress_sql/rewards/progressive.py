@@ -29,7 +29,7 @@ COMPONENTS = ("fmt", "exec", "late", "align")
 
 @dataclass(frozen=True, slots=True)
 class ProgressiveConfig:
-    """Weights of the progressive reward; defaults from odt-defaults.md (gamma = 0.5 as in the paper)."""
+    """Weights of the progressive reward; defaults in docs/environment.md (gamma = 0.5 as in the paper)."""
 
     VERSION: ClassVar[str] = "progressive-v1"
 

@@ -1,6 +1,6 @@
 """Distil a test suite for one database: the original first, then a few fuzzed databases chosen by
 greedy set cover so that the gold queries disagree with as many of their neighbours as possible
-(A.3.2 of docs/evaluation-semantics.md).
+(steps 3 and 4 of "How a suite is built" in docs/testsuite.md).
 
 For one schema and all the gold queries on it:
 

@@ -1,5 +1,5 @@
-"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020, A.2 of
-docs/evaluation-semantics.md).
+"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020; step 2
+of "How a suite is built" in docs/testsuite.md).
 
 Per column, a small value pool: a few original values, plus the gold queries' constants and their
 near misses (:mod:`.hints`).
