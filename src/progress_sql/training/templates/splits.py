@@ -146,6 +146,49 @@ def _balanced_sample(pairs: Sequence[TemplatePair], rng: random.Random, size: in
     return _round_robin(per_sql, rng, size)
 
 
+def _hold_out(
+    members: Sequence[TemplatePair], rng: random.Random, combo_holdout: float, value_holdout: float
+) -> tuple[list[TemplatePair], list[TemplatePair], list[TemplatePair]]:
+    """One family's pairs as (training pool, held-out combinations, held-out SQL candidates): a
+    share of its combinations held out entirely, then, within each remaining combination with
+    several SQL, a share of the SQL (never all)."""
+    combos = sorted({pair.combo for pair in members})
+    rng.shuffle(combos)
+    held_combos = set(combos[: int(len(combos) * combo_holdout)]) if len(combos) > 1 else set()
+    seen = [pair for pair in members if pair.combo not in held_combos]
+    sqls_by_combo: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for pair in seen:
+        if pair.sql not in sqls_by_combo[pair.combo]:
+            sqls_by_combo[pair.combo].append(pair.sql)
+    held_sql: set[tuple[tuple[str, ...], str]] = set()
+    for combo, sqls in sorted(sqls_by_combo.items()):
+        if len(sqls) > 1:
+            ordered = sorted(sqls)
+            rng.shuffle(ordered)
+            count = min(len(ordered) - 1, max(1, int(len(ordered) * value_holdout)))
+            held_sql.update((combo, sql) for sql in ordered[:count])
+    return (
+        [pair for pair in seen if (pair.combo, pair.sql) not in held_sql],
+        [pair for pair in members if pair.combo in held_combos],
+        [pair for pair in seen if (pair.combo, pair.sql) in held_sql],
+    )
+
+
+def _family_train(pool: Sequence[TemplatePair], rng: random.Random, size: int) -> list[TemplatePair]:
+    """``size`` training pairs of one family: round-robin over its combinations, then whole passes
+    repeated when it has fewer distinct pairs (none from an empty pool)."""
+    if not pool:
+        return []
+    groups: dict[tuple[str, ...], list[TemplatePair]] = defaultdict(list)
+    for pair in pool:
+        groups[pair.combo].append(pair)
+    chosen = _round_robin(groups, rng, size)
+    distinct = list(chosen)
+    while len(chosen) < size:
+        chosen.extend(rng.sample(distinct, min(len(distinct), size - len(chosen))))
+    return chosen
+
+
 def build_dataset(
     databases: Mapping[str, Path],
     seed: int = 0,
@@ -173,40 +216,11 @@ def build_dataset(
     new_combo: list[TemplatePair] = []
     new_value_candidates: list[TemplatePair] = []
     for family in FAMILIES:
-        members = families.get(family, [])
-        combos = sorted({pair.combo for pair in members})
-        rng.shuffle(combos)
-        held_combos = set(combos[: int(len(combos) * combo_holdout)]) if len(combos) > 1 else set()
-        new_combo.extend(pair for pair in members if pair.combo in held_combos)
-        seen = [pair for pair in members if pair.combo not in held_combos]
-        # Within each seen combination with several SQL, hold out a share of the SQL (never all).
-        sqls_by_combo: dict[tuple[str, ...], list[str]] = defaultdict(list)
-        for pair in seen:
-            if pair.sql not in sqls_by_combo[pair.combo]:
-                sqls_by_combo[pair.combo].append(pair.sql)
-        held_sql: set[tuple[tuple[str, ...], str]] = set()
-        for combo, sqls in sorted(sqls_by_combo.items()):
-            if len(sqls) > 1:
-                ordered = sorted(sqls)
-                rng.shuffle(ordered)
-                count = min(len(ordered) - 1, max(1, int(len(ordered) * value_holdout)))
-                held_sql.update((combo, sql) for sql in ordered[:count])
-        new_value_candidates.extend(pair for pair in seen if (pair.combo, pair.sql) in held_sql)
-        train_pool[family] = [pair for pair in seen if (pair.combo, pair.sql) not in held_sql]
-
-    train_pairs: list[TemplatePair] = []
-    for family in FAMILIES:
-        pool = train_pool[family]
-        if not pool:
-            continue
-        groups: dict[tuple[str, ...], list[TemplatePair]] = defaultdict(list)
-        for pair in pool:
-            groups[pair.combo].append(pair)
-        chosen = _round_robin(groups, rng, per_family)
-        distinct = list(chosen)
-        while len(chosen) < per_family:  # repeat passes of a family with few distinct pairs
-            chosen.extend(rng.sample(distinct, min(len(distinct), per_family - len(chosen))))
-        train_pairs.extend(chosen)
+        seen, held_combo, held_value = _hold_out(families.get(family, []), rng, combo_holdout, value_holdout)
+        train_pool[family] = seen
+        new_combo.extend(held_combo)
+        new_value_candidates.extend(held_value)
+    train_pairs = [pair for family in FAMILIES for pair in _family_train(train_pool[family], rng, per_family)]
     rng.shuffle(train_pairs)
 
     trained_combos = {pair.combo for pair in train_pairs}
