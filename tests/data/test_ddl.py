@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from progress_sql.data.ddl import db_details, read_tables
+from progress_sql.data.ddl import db_details, sample_text
+from progress_sql.data.introspect import ValueSample, read_profile
 from progress_sql.errors import DatasetError
 
 
@@ -36,9 +37,9 @@ def test_long_strings_blobs_and_tables_without_keys_are_rendered(tmp_path: Path)
     connection.execute('INSERT INTO "odd table" VALUES (?, ?)', ("x" * 500 + "\nline", b"\x00\x01\x02"))
     connection.commit()
     connection.close()
-    (table,) = read_tables(db)
-    assert table.columns[0].samples == ("'" + "x" * 37 + "...'",)
-    assert table.columns[1].samples == ("<blob 3 bytes>",)
+    (table,) = read_profile(db, ValueSample(3, "distinct")).tables.values()
+    assert tuple(map(sample_text, table.columns[0].values)) == ("'" + "x" * 37 + "...'",)
+    assert tuple(map(sample_text, table.columns[1].values)) == ("<blob 3 bytes>",)
     assert db_details(db).endswith("  payload BLOB -- examples: <blob 3 bytes>\n);")
 
 

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from progress_sql.data.introspect import DatabaseProfile, ForeignKey
 from progress_sql.testsuite.fuzz import fuzz_database
 from progress_sql.testsuite.hints import gold_constants, join_links
-from progress_sql.testsuite.profile import DatabaseProfile, ForeignKey, read_profile, root_column, table_order
+from progress_sql.testsuite.profile import read_fuzz_profile, root_column, table_order
 from tests.conftest import build_database
 
 GOLDS = (
@@ -31,7 +32,7 @@ def schema_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def profile(schema_db: Path) -> DatabaseProfile:
-    return read_profile(schema_db)
+    return read_fuzz_profile(schema_db)
 
 
 def _schema(path: Path) -> list[tuple[str, str, str]]:
@@ -130,7 +131,7 @@ def test_undeclared_join_links_make_joins_find_rows(profile: DatabaseProfile, tm
 
 def test_invalid_foreign_key_declarations_are_reported_and_exempted(tmp_path: Path) -> None:
     db = build_database("fk_invalid.sql", tmp_path)
-    profile = read_profile(db)
+    profile = read_fuzz_profile(db)
     report = fuzz_database(profile, {}, "3", tmp_path / "f.sqlite")
     assert list(report.invalid_foreign_keys) == ["vote"]
     assert "foreign key mismatch" in report.invalid_foreign_keys["vote"]

@@ -10,12 +10,13 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from progress_sql.data.schema import Schema
 from progress_sql.evaluation.harness import suite_databases
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import DEFAULT_LIMITS, REVERSED_SCANS, Executor
 from progress_sql.testsuite.distill import _greedy_cover, _judge_pool_database, _on_original
 from progress_sql.testsuite.manifest import MANIFEST, coverage_summary
-from progress_sql.testsuite.profile import profile_schema, read_profile
+from progress_sql.testsuite.profile import read_fuzz_profile
 from tests.conftest import build_database
 
 TIED = "SELECT name FROM member WHERE age > 40 LIMIT 1"  # which of the two? the scan order decides
@@ -26,7 +27,7 @@ def test_scan_order_dependent_gold_leaves_the_database_out(tmp_path: Path) -> No
     original = build_database("false_positives.sql", tmp_path / "o")
     tied = build_database("ties.sql", tmp_path / "t")
     preset = get_preset("spider")
-    schema = profile_schema(read_profile(original))
+    schema = Schema.from_profile(read_fuzz_profile(original))
     executors = (Executor(), Executor(pragmas=REVERSED_SCANS))
     golds = [_on_original(sql, str(original), schema, preset, executors[0], DEFAULT_LIMITS) for sql in (TIED, ALL_TIES)]
     covers, left_out = _judge_pool_database(str(tied), golds, preset, executors, DEFAULT_LIMITS)

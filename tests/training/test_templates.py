@@ -13,12 +13,13 @@ from progress_sql.training.templates import (
     FAMILIES,
     TemplateDataset,
     build_dataset,
+    folded_sql,
     generate_pairs,
     identifier,
     literal,
-    normalize_sql,
-    read_database,
+    read_template_database,
 )
+from progress_sql.training.templates.wording import is_link
 from tests.conftest import build_database
 
 
@@ -66,22 +67,22 @@ def test_heldout_new_combo_never_shares_a_combination_with_training(dataset: Tem
     held = {combos[e.db_id, e.question, e.difficulty] for e in dataset.heldout_new_combo}
     assert held
     assert not held & trained
-    trained_sql = {normalize_sql(e.gold_sql) for e in dataset.train}
-    assert not {normalize_sql(e.gold_sql) for e in dataset.heldout_new_combo} & trained_sql
+    trained_sql = {folded_sql(e.gold_sql) for e in dataset.train}
+    assert not {folded_sql(e.gold_sql) for e in dataset.heldout_new_combo} & trained_sql
 
 
 def test_heldout_new_value_has_seen_combinations_and_unseen_sql(dataset: TemplateDataset) -> None:
     combos = _combos()
     trained = {combos[e.db_id, e.question, e.difficulty] for e in dataset.train}
     assert all(combos[e.db_id, e.question, e.difficulty] in trained for e in dataset.heldout_new_value)
-    trained_sql = {normalize_sql(e.gold_sql) for e in dataset.train}
-    assert not {normalize_sql(e.gold_sql) for e in dataset.heldout_new_value} & trained_sql
+    trained_sql = {folded_sql(e.gold_sql) for e in dataset.train}
+    assert not {folded_sql(e.gold_sql) for e in dataset.heldout_new_value} & trained_sql
     assert not {e.question for e in dataset.heldout_new_value} & {e.question for e in dataset.train}
 
 
 def test_real_questions_are_split_by_sql(dataset: TemplateDataset) -> None:
-    train_sql = {normalize_sql(e.gold_sql) for e in dataset.real_train}
-    test_sql = {normalize_sql(e.gold_sql) for e in dataset.real_test}
+    train_sql = {folded_sql(e.gold_sql) for e in dataset.real_train}
+    test_sql = {folded_sql(e.gold_sql) for e in dataset.real_test}
     assert not train_sql & test_sql
     assert len(dataset.real_train) + len(dataset.real_test) == len(real_questions()) == 87
     assert abs(len(train_sql) / (len(train_sql) + len(test_sql)) - 0.6) < 0.03
@@ -105,9 +106,9 @@ def test_examples_record_their_family_and_database(dataset: TemplateDataset) -> 
 
 def test_templates_work_on_another_schema(tmp_path: Path) -> None:
     path = build_database("music.sql", tmp_path)
-    database = read_database("music", path)
-    link = next(t for t in database.tables if t.name == "singer_in_concert")
-    assert link.link
+    database = read_template_database(path)
+    link = next(t for t in database.tables.values() if t.name == "singer_in_concert")
+    assert is_link(link)
     assert len(link.foreign_keys) == 2
     data = build_dataset({"music": path}, seed=3, heldout_size=20, per_family=40)
     assert {e.difficulty for e in data.train} == set(FAMILIES)

@@ -3,40 +3,29 @@ ways to run SQL on the database (and on its perturbed copies), with results cach
 
 from __future__ import annotations
 
-import sqlite3
 from functools import cached_property
 from pathlib import Path
 
 from sqlglot import exp
 
 from progress_sql.audit.copies import PerturbedCopies
-from progress_sql.audit.sqlinfo import ColumnInfo, Tables, quote_identifier
-from progress_sql.data.schema import Schema, connect_readonly, table_names
+from progress_sql.data.introspect import DatabaseProfile, quote_identifier, read_profile
+from progress_sql.data.schema import Schema
+from progress_sql.errors import DatasetError
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.odt.normalize import resolve_double_quoted
 from progress_sql.sql.parse import parse_sql
 from progress_sql.types import Example, ExecResult
 
 
-def read_tables(db_path: str | Path) -> dict[str, dict[str, ColumnInfo]]:
-    """Tables and views of a database with their columns' declared types (opened read-only; the
-    executor's authorizer refuses the pragma functions)."""
-    connection = connect_readonly(db_path)
+def read_audit_profile(db_path: str | Path) -> DatabaseProfile | None:
+    """Tables and views of a database with their columns' declared types and keys (read through
+    :mod:`progress_sql.data.introspect`: the executor's authorizer refuses the pragma functions);
+    None when the file is not a readable database."""
     try:
-        names = table_names(connection, views=True)
-        return {
-            str(name).lower(): {
-                str(column).lower(): ColumnInfo(str(column), str(declared or ""), bool(pk))
-                for column, declared, pk in connection.execute(
-                    "SELECT name, type, pk FROM pragma_table_info(?)", (name,)
-                )
-            }
-            for name in names
-        }
-    except sqlite3.DatabaseError:
-        return {}
-    finally:
-        connection.close()
+        return read_profile(db_path, views=True)
+    except DatasetError:
+        return None
 
 
 class AuditContext:
@@ -47,13 +36,13 @@ class AuditContext:
         example: Example,
         executor: Executor,
         limits: ExecLimits,
-        tables: Tables,
+        profile: DatabaseProfile | None,
         copies: PerturbedCopies | None,
     ) -> None:
         self.example = example
         self.executor = executor
         self.limits = limits
-        self.tables = tables
+        self.profile = profile
         self.copies = copies
         self.db_available = Path(example.db_path).is_file()
         self._results: dict[tuple[str, str], ExecResult] = {}
@@ -69,7 +58,7 @@ class AuditContext:
     @cached_property
     def schema(self) -> Schema | None:
         """Table and column names of the database; None when they could not be read."""
-        return Schema.from_mapping({t: list(c) for t, c in self.tables.items()}) if self.tables else None
+        return Schema.from_profile(self.profile) if self.profile is not None and self.profile.tables else None
 
     def run(self, sql: str, variant: str | None = None, limits: ExecLimits | None = None) -> ExecResult:
         """``sql`` on the database (``variant`` None) or on one of its perturbed copies, under the

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from progress_sql.audit.sqlinfo import quote_identifier
+from progress_sql.data.introspect import quote_identifier
 from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
 from progress_sql.types import ExecResult
 

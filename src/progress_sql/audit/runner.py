@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.audit.catalogue import Check, Finding, resolve_checks, shorten
-from progress_sql.audit.context import AuditContext, read_tables
+from progress_sql.audit.context import AuditContext, read_audit_profile
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.types import Example
@@ -94,10 +94,10 @@ def audit_database(
     executor = Executor(max_connections=2)
     wants_copies = available and any(c.family == "perturbation" for c in checks)
     try:
-        tables = read_tables(db_path) if available else {}
+        profile = read_audit_profile(db_path) if available else None
         with PerturbedCopies(db_path, scratch_dir) as copies:
             return [
-                audit_one(AuditContext(e, executor, limits, tables, copies if wants_copies else None), checks)
+                audit_one(AuditContext(e, executor, limits, profile, copies if wants_copies else None), checks)
                 for e in examples
             ]
     finally:

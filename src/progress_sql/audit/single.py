@@ -19,11 +19,11 @@ from progress_sql.audit.sqlinfo import (
     int_literal,
     keyed_query,
     order_keys,
-    quote_identifier,
     quote_string,
     resolve_column,
     selects,
 )
+from progress_sql.data.introspect import quote_identifier
 from progress_sql.execution.compare import get_preset, judge
 from progress_sql.testsuite.neighbors import neighbour_candidates
 
@@ -154,7 +154,7 @@ def text_number(ctx: AuditContext) -> str | None:
     if not ctx.gold_ok or ctx.tree is None:
         return None
     for column, use in _sorted_or_compared(ctx.tree):
-        resolved = resolve_column(column, ctx.tables)
+        resolved = resolve_column(column, ctx.profile)
         if resolved is None:
             continue
         table, info = resolved
@@ -206,7 +206,7 @@ def _unmatched_literals(ctx: AuditContext) -> list[tuple[str, str | None]]:
         return []
     found: list[tuple[str, str | None]] = []
     for column, literal in _compared_literals(ctx.tree):
-        resolved = resolve_column(column, ctx.tables)
+        resolved = resolve_column(column, ctx.profile)
         if resolved is None:
             continue
         table, info = resolved

@@ -7,24 +7,14 @@ to, a column's SQLite affinity, the ORDER BY keys of a query level and a query t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 from sqlglot import exp
 
+from progress_sql.data.introspect import ColumnInfo, DatabaseProfile
+
 #: Prefix of the ORDER BY key columns appended to a query (see :func:`keyed_query`).
 KEY_PREFIX = "audit_key_"
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    declared: str
-    primary_key: bool
-
-
-#: Lower-cased table name -> lower-cased column name -> column.
-Tables = Mapping[str, Mapping[str, ColumnInfo]]
 
 
 def affinity(declared: str) -> str:
@@ -57,19 +47,23 @@ def owning_select(node: exp.Expr) -> exp.Select | None:
     return found if isinstance(found, exp.Select) else None
 
 
-def resolve_column(column: exp.Column, tables: Tables) -> tuple[str, ColumnInfo] | None:
-    """The table and column a column reference names, when the schema settles it."""
+def resolve_column(column: exp.Column, profile: DatabaseProfile | None) -> tuple[str, ColumnInfo] | None:
+    """The (lower-cased) table and the column a column reference names, when the schema settles it."""
     select = owning_select(column)
-    if select is None:
+    if select is None or profile is None:
         return None
     aliases = level_tables(select)
-    name = column.name.lower()
     if column.table:
         table = aliases.get(column.table.lower())
-        info = tables.get(table or "", {}).get(name)
+        info = _column(profile, table, column.name) if table is not None else None
         return (table, info) if table is not None and info is not None else None
-    owners = [t for t in dict.fromkeys(aliases.values()) if name in tables.get(t, {})]
-    return (owners[0], tables[owners[0]][name]) if len(owners) == 1 else None
+    owners = [(t, info) for t in dict.fromkeys(aliases.values()) if (info := _column(profile, t, column.name))]
+    return owners[0] if len(owners) == 1 else None
+
+
+def _column(profile: DatabaseProfile, table: str, column: str) -> ColumnInfo | None:
+    relation = profile.table(table)
+    return relation.column(column) if relation is not None else None
 
 
 def is_aggregate_level(select: exp.Select) -> bool:
@@ -132,15 +126,6 @@ def keyed_query(select: exp.Select, limit: int | None, keep_offset: bool) -> tup
 def selects(tree: exp.Expr) -> Iterator[exp.Select]:
     """Every query level of the tree, outermost first."""
     yield from tree.find_all(exp.Select, bfs=True)
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a double-quoted SQLite identifier.
-
-    >>> quote_identifier('a"b')
-    '"a""b"'
-    """
-    return '"' + name.replace('"', '""') + '"'
 
 
 def quote_string(text: str) -> str:

@@ -59,7 +59,7 @@ def bare_column(ctx: AuditContext) -> str | None:
         keyed_tables = {
             resolved[0]
             for c in [*(g for g in grouped if isinstance(g, exp.Column)), *fixed]
-            if (resolved := resolve_column(c, ctx.tables)) and resolved[1].primary_key
+            if (resolved := resolve_column(c, ctx.profile)) and resolved[1].primary_key
         }
         for expression in select.expressions:
             target = expression.this if isinstance(expression, exp.Alias) else expression
@@ -68,7 +68,7 @@ def bare_column(ctx: AuditContext) -> str | None:
             for column in target.find_all(exp.Column):
                 if _in_aggregate_or_subquery(column, select) or _key(column, ctx) in grouped_columns:
                     continue
-                resolved = resolve_column(column, ctx.tables)
+                resolved = resolve_column(column, ctx.profile)
                 if resolved is not None and resolved[0] in keyed_tables:
                     continue
                 kind = "grouped query" if grouped else "aggregate query without GROUP BY"
@@ -77,7 +77,7 @@ def bare_column(ctx: AuditContext) -> str | None:
 
 
 def _key(column: exp.Column, ctx: AuditContext) -> str:
-    resolved = resolve_column(column, ctx.tables)
+    resolved = resolve_column(column, ctx.profile)
     return f"{resolved[0]}.{resolved[1].name.lower()}" if resolved else column.name.lower()
 
 
@@ -182,7 +182,7 @@ def _integer(node: exp.Expr, ctx: AuditContext) -> bool:
     if isinstance(node, exp.Cast):
         return node.to.is_type(*exp.DataType.INTEGER_TYPES)
     if isinstance(node, exp.Column):
-        resolved = resolve_column(node, ctx.tables)
+        resolved = resolve_column(node, ctx.profile)
         return resolved is not None and affinity(resolved[1].declared) in ("INTEGER", "NUMERIC")
     return False
 

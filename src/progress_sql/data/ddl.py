@@ -1,52 +1,35 @@
 """``db_details`` for prompts: the schema of a SQLite file as DDL with sample values.
 
 One ``CREATE TABLE`` per table, in creation order, with column types, primary and foreign keys and a
-few distinct sample values per column (strings shortened). Deterministic for a given database file.
+few distinct sample values per column (strings shortened), as :mod:`progress_sql.data.introspect`
+reads them. Deterministic for a given database file.
 Profiles: ``full`` (DDL with samples), ``compact`` (``table(col, col, ...)`` per line, for tiny
 models and short contexts) and ``none`` (no schema at all).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from progress_sql.data.schema import connect_readonly, table_names
-from progress_sql.errors import DatasetError
+from progress_sql.data.introspect import TableInfo, ValueSample, read_profile
+from progress_sql.types import SQLValue
 
 SchemaProfile = Literal["full", "compact", "none"]
 SCHEMA_PROFILES: tuple[SchemaProfile, ...] = ("full", "compact", "none")
 
 
-@dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    type: str
-    primary_key: bool
-    samples: tuple[str, ...]
+#: Longest sample text shown (longer strings are shortened with "...").
+MAX_SAMPLE_CHARS = 40
 
 
-@dataclass(frozen=True, slots=True)
-class ForeignKey:
-    columns: tuple[str, ...]
-    table: str
-    references: tuple[str, ...]
+def sample_text(value: SQLValue, max_chars: int = MAX_SAMPLE_CHARS) -> str:
+    """A sample value as the DDL's ``-- examples:`` comment shows it.
 
-
-@dataclass(frozen=True, slots=True)
-class TableInfo:
-    name: str
-    columns: tuple[ColumnInfo, ...]
-    foreign_keys: tuple[ForeignKey, ...]
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
-def _sample_text(value: object, max_chars: int) -> str:
+    >>> sample_text("O'Neil"), sample_text(b"ab"), sample_text(2.5)
+    ("'O''Neil'", '<blob 2 bytes>', '2.5')
+    """
     if isinstance(value, bytes):
         return f"<blob {len(value)} bytes>"
     if isinstance(value, str):
@@ -55,45 +38,12 @@ def _sample_text(value: object, max_chars: int) -> str:
     return repr(value)
 
 
-def read_tables(db_path: str | Path, samples: int = 3, max_sample_chars: int = 40) -> tuple[TableInfo, ...]:
-    """Read tables, columns, keys and sample values from a SQLite file opened read-only."""
-    path = Path(db_path)
-    connection = connect_readonly(path)
-    try:
-        names = table_names(connection)
-        return tuple(_table(connection, name, samples, max_sample_chars) for name in names)
-    except sqlite3.DatabaseError as error:
-        raise DatasetError(f"{path} is not a readable SQLite database: {error}") from error
-    finally:
-        connection.close()
+def render_tables(tables: Iterable[TableInfo], profile: SchemaProfile = "full") -> str:
+    """Render tables in a prompt profile (samples: the columns' ``values``).
 
-
-def _table(connection: sqlite3.Connection, name: str, samples: int, max_chars: int) -> TableInfo:
-    columns = []
-    for _, column, declared, _, _, pk in connection.execute("SELECT * FROM pragma_table_info(?)", (name,)):
-        values: tuple[str, ...] = ()
-        if samples > 0:
-            rows = connection.execute(
-                f"SELECT DISTINCT {_quote(column)} FROM {_quote(name)} WHERE {_quote(column)} IS NOT NULL LIMIT ?",
-                (samples,),
-            )
-            values = tuple(_sample_text(row[0], max_chars) for row in rows)
-        columns.append(ColumnInfo(column, declared or "", bool(pk), values))
-    grouped: dict[int, list[tuple[str, str, str]]] = {}
-    for row in connection.execute("SELECT * FROM pragma_foreign_key_list(?)", (name,)):
-        grouped.setdefault(row[0], []).append((row[3], row[2], row[4] or ""))
-    foreign_keys = tuple(
-        ForeignKey(tuple(c for c, _, _ in parts), parts[0][1], tuple(r for _, _, r in parts))
-        for _, parts in sorted(grouped.items())
-    )
-    return TableInfo(name, tuple(columns), foreign_keys)
-
-
-def render_tables(tables: tuple[TableInfo, ...], profile: SchemaProfile = "full") -> str:
-    """Render tables in a prompt profile.
-
-    >>> table = TableInfo("singer", (ColumnInfo("singer_id", "INTEGER", True, ("1", "2")),
-    ...                              ColumnInfo("name", "TEXT", False, ("'Joe'",))), ())
+    >>> from progress_sql.data.introspect import ColumnInfo
+    >>> table = TableInfo("singer", (ColumnInfo("singer_id", "INTEGER", primary_key=True, values=(1, 2)),
+    ...                              ColumnInfo("name", "TEXT", values=("Joe",))))
     >>> print(render_tables((table,)))
     CREATE TABLE singer (
       singer_id INTEGER, -- examples: 1, 2
@@ -113,14 +63,14 @@ def render_tables(tables: tuple[TableInfo, ...], profile: SchemaProfile = "full"
 def _create_table(table: TableInfo) -> str:
     lines = []
     for column in table.columns:
-        line = f"  {column.name} {column.type}".rstrip() + ","
-        if column.samples:
-            line += f" -- examples: {', '.join(column.samples)}"
+        line = f"  {column.name} {column.declared}".rstrip() + ","
+        if column.values:
+            line += f" -- examples: {', '.join(sample_text(value) for value in column.values)}"
         lines.append(line)
     keys = [c.name for c in table.columns if c.primary_key]
     constraints = [f"  PRIMARY KEY ({', '.join(keys)})"] if keys else []
     constraints += [
-        f"  FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.table}({', '.join(fk.references)})"
+        f"  FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.parent}({', '.join(fk.parent_columns)})"
         for fk in table.foreign_keys
     ]
     if constraints:
@@ -141,4 +91,5 @@ def db_details(db_path: str | Path, profile: SchemaProfile = "full", samples: in
     """The ``{db_details}`` of the round-1 prompt for a SQLite file."""
     if profile == "none":
         return ""
-    return render_tables(read_tables(db_path, samples=samples if profile == "full" else 0), profile)
+    values = ValueSample(samples, "distinct") if profile == "full" and samples > 0 else None
+    return render_tables(read_profile(db_path, values).tables.values(), profile)

@@ -12,13 +12,11 @@ False
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from progress_sql.errors import DatasetError
+from progress_sql.data.introspect import DatabaseProfile, read_profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +37,11 @@ class Schema:
     def from_mapping(cls, tables: Mapping[str, Iterable[str]]) -> Schema:
         return cls({t.lower(): tuple(c.lower() for c in cols) for t, cols in tables.items()})
 
+    @classmethod
+    def from_profile(cls, profile: DatabaseProfile) -> Schema:
+        """The table (and view, when read) and column names of a database profile."""
+        return cls.from_mapping({t.name: [c.name for c in t.columns] for t in profile.tables.values()})
+
     def has_column(self, column: str) -> bool:
         return column.lower() in self._column_index
 
@@ -46,54 +49,6 @@ class Schema:
         return self._column_index.get(column.lower(), ())
 
 
-def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
-    """Open a SQLite file read-only for reading its schema or contents (never creating it);
-    DatasetError when it is missing or cannot be opened. Invalid UTF-8 text reads as replacement
-    characters. Model SQL goes through :mod:`progress_sql.execution` instead, with its guards."""
-    path = Path(db_path)
-    if not path.is_file():
-        raise DatasetError(f"database file not found: {path}")
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as error:
-        raise DatasetError(f"cannot open database {path}: {error}") from error
-    connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
-    return connection
-
-
-def table_names(connection: sqlite3.Connection, *, views: bool = False) -> list[str]:
-    """The user tables (and views, with ``views``) of an open database, in creation order."""
-    kinds = "('table', 'view')" if views else "('table')"
-    query = f"SELECT name FROM sqlite_master WHERE type IN {kinds} AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-    return [str(row[0]) for row in connection.execute(query)]
-
-
 def read_schema(db_path: str | Path) -> Schema:
-    """Read table and column names from a SQLite file, opened read-only."""
-    path = Path(db_path)
-    connection = connect_readonly(path)
-    try:
-        names = table_names(connection, views=True)
-        tables = {
-            name: [row[1] for row in connection.execute("SELECT * FROM pragma_table_info(?)", (name,))]
-            for name in names
-        }
-    except sqlite3.DatabaseError as error:
-        raise DatasetError(f"{path} is not a readable SQLite database: {error}") from error
-    finally:
-        connection.close()
-    return Schema.from_mapping(tables)
-
-
-def schema_from_spider_tables(entry: Mapping[str, Any]) -> Schema:
-    """Build a schema from one entry of a Spider/BIRD ``tables.json`` file."""
-    try:
-        table_names = entry["table_names_original"]
-        columns = entry["column_names_original"]
-    except KeyError as error:
-        raise DatasetError(f"tables.json entry lacks {error}") from error
-    tables: dict[str, list[str]] = {name: [] for name in table_names}
-    for table_index, column in columns:
-        if table_index >= 0:
-            tables[table_names[table_index]].append(column)
-    return Schema.from_mapping(tables)
+    """Read table, view and column names from a SQLite file, opened read-only."""
+    return Schema.from_profile(read_profile(db_path, views=True))

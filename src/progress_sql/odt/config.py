@@ -1,7 +1,7 @@
 """Every weight, threshold and message of the ODT, in one frozen config object.
 
-The defaults follow ``odt-defaults.md`` (the paper's Tables 5-7 are not in its text); docs/odt.md
-explains each value and where we depart from that proposal.
+The paper's Tables 5-7 are not in its text; docs/odt.md ("Defaults and why") gives each default,
+where it comes from, and where we depart from the proposal we started from.
 
 >>> config = OdtConfig()
 >>> round(sum(config.weights.as_dict().values()), 10)

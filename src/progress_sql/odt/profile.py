@@ -1,4 +1,4 @@
-"""The local structural profile of one SELECT node (paper, Appendix D; odt-defaults.md).
+"""The local structural profile of one SELECT node (paper, Appendix D; docs/odt.md).
 
 p = (c, b, T, S, W, J, G, H, O): counts, boolean flags and sets of signatures. Features are taken
 from this SELECT only; a nested query contributes the placeholder ``<subquery>`` and becomes a child

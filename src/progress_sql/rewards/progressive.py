@@ -62,8 +62,8 @@ _WEIGHT_COMPONENT: dict[str, Component] = {
 
 @dataclass(frozen=True, slots=True)
 class ProgressiveConfig:
-    """Weights and switches of the progressive reward; weights from odt-defaults.md (gamma = 0.5 as in
-    the paper).
+    """Weights and switches of the progressive reward; defaults in docs/environment.md (gamma = 0.5 as
+    in the paper).
 
     ``disabled`` switches components off by name (their breakdown entry reads 0.0), for the paper's
     ablations; weights keep the paper's sign rules, so zero is not the way to switch a term off.

@@ -1,6 +1,6 @@
 """Distil a test suite for one database: the original first, then a few fuzzed databases chosen by
 greedy set cover so that the gold queries disagree with as many of their neighbours as possible
-(A.3.2 of docs/evaluation-semantics.md).
+(steps 3 and 4 of "How a suite is built" in docs/testsuite.md).
 
 For one schema and all the gold queries on it:
 
@@ -36,7 +36,7 @@ from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
 from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database
 from progress_sql.testsuite.hints import gold_constants, join_links
 from progress_sql.testsuite.neighbors import neighbour_candidates
-from progress_sql.testsuite.profile import profile_schema, read_profile
+from progress_sql.testsuite.profile import read_fuzz_profile
 from progress_sql.types import ExecResult
 
 Progress = Callable[[str], None]  # called with a short note after each step
@@ -211,8 +211,8 @@ def build_schema_suite(
     preset = get_preset(config.preset)
     limits = config.limits
     original = str(db_path)
-    profile = read_profile(db_path)
-    schema = profile_schema(profile)
+    profile = read_fuzz_profile(db_path)
+    schema = Schema.from_profile(profile)
     executors = (Executor(), Executor(pragmas=REVERSED_SCANS))
     work = Path(tempfile.mkdtemp(prefix=f"suite-{db_id}-"))
     try:

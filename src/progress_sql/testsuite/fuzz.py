@@ -1,5 +1,5 @@
-"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020, A.2 of
-docs/evaluation-semantics.md).
+"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020; step 2
+of "How a suite is built" in docs/testsuite.md).
 
 Per column, a small value pool: a few original values, plus the gold queries' constants and their
 near misses (:mod:`.hints`).
@@ -20,15 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from progress_sql.data.introspect import ColumnInfo, DatabaseProfile, ForeignKey, TableInfo, quote_identifier
 from progress_sql.testsuite.hints import Constants
-from progress_sql.testsuite.profile import (
-    ColumnInfo,
-    DatabaseProfile,
-    ForeignKey,
-    TableInfo,
-    resolve_parent_columns,
-    table_order,
-)
+from progress_sql.testsuite.profile import resolve_parent_columns, table_order
 from progress_sql.testsuite.values import GENERATORS, ColumnGenerator, near_misses
 from progress_sql.types import SQLValue
 
@@ -48,10 +42,6 @@ class FuzzReport:
     rows: Mapping[str, int]
     invalid_foreign_keys: Mapping[str, str]
     dangling_removed: int
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _depths(profile: DatabaseProfile, order: list[TableInfo]) -> dict[str, int]:
@@ -160,7 +150,7 @@ def _check_foreign_keys(conn: sqlite3.Connection, profile: DatabaseProfile) -> t
         if not table.foreign_keys:
             continue
         try:
-            conn.execute(f"PRAGMA foreign_key_check({_quote(table.name)})").fetchall()
+            conn.execute(f"PRAGMA foreign_key_check({quote_identifier(table.name)})").fetchall()
         except sqlite3.Error as error:
             invalid[table.name] = str(error)
             continue
@@ -171,12 +161,12 @@ def _check_foreign_keys(conn: sqlite3.Connection, profile: DatabaseProfile) -> t
         dangling = [
             (table.name, row[1])
             for table in checked
-            for row in conn.execute(f"PRAGMA foreign_key_check({_quote(table.name)})").fetchall()
+            for row in conn.execute(f"PRAGMA foreign_key_check({quote_identifier(table.name)})").fetchall()
         ]
         if not dangling:
             break
         for name, rowid in dict.fromkeys(dangling):
-            conn.execute(f"DELETE FROM {_quote(name)} WHERE rowid = ?", (rowid,))
+            conn.execute(f"DELETE FROM {quote_identifier(name)} WHERE rowid = ?", (rowid,))
             removed += 1
     return invalid, removed
 
@@ -204,23 +194,23 @@ def fuzz_database(
             generators = {c.name: _generator(table, c, constants, fresh_p, rng) for c in table.columns}
             links = (joins or {}).get(table.name.lower(), ())
             rows = _table_rows(profile, table, sizes[table.name.lower()], generators, parents, rng, links)
-            columns = ", ".join(_quote(c.name) for c in table.columns)
+            columns = ", ".join(quote_identifier(c.name) for c in table.columns)
             marks = ", ".join("?" for _ in table.columns)
-            insert = f"INSERT OR IGNORE INTO {_quote(table.name)} ({columns}) VALUES ({marks})"
+            insert = f"INSERT OR IGNORE INTO {quote_identifier(table.name)} ({columns}) VALUES ({marks})"
             for row in rows:
                 try:
                     conn.execute(insert, row)
                 except sqlite3.Error:  # e.g. text in an INTEGER PRIMARY KEY: the engine says no, skip it
                     continue
             parents[table.name.lower()] = [
-                tuple(r) for r in conn.execute(f"SELECT {columns} FROM {_quote(table.name)}")
+                tuple(r) for r in conn.execute(f"SELECT {columns} FROM {quote_identifier(table.name)}")
             ]
         invalid, removed = _check_foreign_keys(conn, profile)
         for trigger in profile.triggers:
             conn.execute(trigger)
         conn.execute("COMMIT")
         counts = {
-            t.name: int(conn.execute(f"SELECT count(*) FROM {_quote(t.name)}").fetchone()[0])
+            t.name: int(conn.execute(f"SELECT count(*) FROM {quote_identifier(t.name)}").fetchone()[0])
             for t in profile.tables.values()
         }
         target = Path(out)

@@ -11,17 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlglot import exp
 
+from progress_sql.data.introspect import ColumnInfo, DatabaseProfile, ForeignKey
+from progress_sql.data.schema import Schema
 from progress_sql.odt.normalize import parse_for_odt
-from progress_sql.testsuite.profile import (
-    ColumnInfo,
-    ColumnKey,
-    DatabaseProfile,
-    ForeignKey,
-    parent_of,
-    profile_schema,
-    root_column,
-    table_order,
-)
+from progress_sql.testsuite.profile import ColumnKey, parent_of, root_column, table_order
 from progress_sql.types import SQLValue
 
 Constants = Mapping[ColumnKey, tuple[SQLValue, ...]]
@@ -84,7 +77,7 @@ def _comparisons(tree: exp.Expr) -> Iterable[tuple[exp.Column, Sequence[SQLValue
 def gold_constants(golds: Iterable[str], profile: DatabaseProfile) -> dict[ColumnKey, tuple[SQLValue, ...]]:
     """The constants the gold queries compare columns with, per (table, column) where the fuzzer
     generates that column's values (the root of its foreign-key chain), in first-seen order."""
-    schema = profile_schema(profile)
+    schema = Schema.from_profile(profile)
     found: dict[ColumnKey, dict[SQLValue, None]] = {}
     for sql in golds:
         tree = parse_for_odt(sql, schema)
@@ -112,7 +105,7 @@ def join_links(golds: Iterable[str], profile: DatabaseProfile) -> dict[str, tupl
     table: the fuzzer draws the child column from the parent's rows so that such joins find rows.
     The parent is the side that is a single-column key (or, when both or neither are, the table
     filled first). Links already declared are left out; these are never checked as constraints."""
-    schema = profile_schema(profile)
+    schema = Schema.from_profile(profile)
     order = {t.name.lower(): i for i, t in enumerate(table_order(profile))}
     found: dict[str, dict[ForeignKey, None]] = {}
     for sql in golds:

@@ -1,5 +1,5 @@
 """Neighbour queries: single edits of a gold query on its syntax tree that are *likely* to mean
-something else (A.3.1 of docs/evaluation-semantics.md). A suite "covers" a gold when its databases
+something else (step 1 of "How a suite is built" in docs/testsuite.md). A suite "covers" a gold when its databases
 tell the gold apart from its neighbours.
 
 Edits: drop a clause (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT), add ``LIMIT 1`` to an

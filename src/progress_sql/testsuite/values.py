@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from progress_sql.testsuite.profile import Kind
+from progress_sql.data.introspect import Kind
 from progress_sql.types import SQLValue
 
 _CHARACTERS = string.ascii_letters + string.digits + " ()"

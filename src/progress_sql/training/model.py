@@ -2,7 +2,7 @@
 
 Sizes are a registry (:data:`MODEL_SIZES`); ``tiny`` (~0.7M parameters with a 2k vocabulary) is
 the measured default on a CPU, ``small`` (~5M) is for runs of ten minutes or more
-(docs: ``train-feasibility.md``).
+(docs/training.md).
 """
 
 from __future__ import annotations

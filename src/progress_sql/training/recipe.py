@@ -102,7 +102,7 @@ class RunResult:
 
 
 def configure_threads(threads: int) -> None:
-    """One OpenMP thread per core in use, waiting passively (train-feasibility.md: busy-waiting
+    """One OpenMP thread per core in use, waiting passively (docs/training.md: busy-waiting
     threads on a shared 2-core machine made training 15-20 times slower)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ["OMP_NUM_THREADS"] = str(threads)

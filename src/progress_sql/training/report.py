@@ -118,7 +118,7 @@ def write_report(result: RunResult, out: Path) -> Path:
         *(_row(name, result.before[name], result.after[name]) for name in result.before if name in result.after),
         "",
         "Real Spider questions (`real_test`) are a stretch figure: a model trained from scratch on templates is",
-        "not expected to understand free-form English (train-feasibility.md measured 0-3%).",
+        "not expected to understand free-form English (0-3% in the prototype; docs/training.md).",
         "",
         f"Guard: {result.guard}.",
         "",

@@ -34,7 +34,7 @@ from progress_sql.types import Example
 
 @dataclass(frozen=True, slots=True)
 class RLSettings:
-    """The RL phase's knobs; defaults are the CPU default run's (train-feasibility.md)."""
+    """The RL phase's knobs; defaults are the CPU default run's (docs/training.md)."""
 
     preset: str = "grpo"
     reward: str = "progressive"

@@ -33,7 +33,7 @@ from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.odt import GoldReference, diagnose, prepare_gold
 from progress_sql.training.format import CompactFormat
-from progress_sql.training.templates import normalize_sql
+from progress_sql.training.templates import folded_sql
 from progress_sql.types import Example, ExecResult
 
 IGNORE_INDEX = -100
@@ -201,7 +201,7 @@ def corrupt(example: Example, rng: random.Random, checker: _Judge | None = None)
     try:
         for name in rng.sample(sorted(CORRUPTIONS), len(CORRUPTIONS)):
             wrong = CORRUPTIONS[name](gold, schema, rng)
-            if wrong is None or normalize_sql(wrong) == normalize_sql(gold):
+            if wrong is None or folded_sql(wrong) == folded_sql(gold):
                 continue
             if not runner.matches(example, wrong):
                 return name, " ".join(wrong.split())
