@@ -15,7 +15,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import TrlRollout, component_names, component_reward_funcs
 from progress_sql.odt import diagnose, prepare_gold
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.types import Example
 
 FORMAT = CompactFormat()

@@ -12,7 +12,7 @@ from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import ModelGenerator, TrlRollout, component_reward_funcs, trainer_preset
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 FORMAT = CompactFormat()

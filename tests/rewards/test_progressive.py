@@ -88,7 +88,7 @@ def test_turns_after_the_first_match_are_not_part_of_the_trajectory() -> None:
 
 def test_the_reward_records_its_config() -> None:
     result = progressive_reward(Trajectory((turn(),)))
-    assert result.reward == "progressive-v1"
+    assert result.version == "progressive-v1"
     assert result.config_hash == ProgressiveConfig().config_hash
     assert ProgressiveConfig(gamma=0.9).config_hash != result.config_hash
 

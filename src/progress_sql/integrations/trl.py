@@ -24,7 +24,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.registry import lookup
 from progress_sql.rewards.baselines import RewardContext
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ConversationFormat
+from progress_sql.prompts import ConversationFormat
 from progress_sql.types import Example, Trajectory
 
 

@@ -28,7 +28,7 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message, initial_messages
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ChatTemplateFormat, CompactFormat, ConversationFormat
+from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat
 from progress_sql.training.rl import RLResult, RLSettings, run_rl
 from progress_sql.types import Example
 

@@ -28,7 +28,7 @@ from progress_sql.integrations.trl import (
     trainer_preset,
 )
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ConversationFormat
+from progress_sql.prompts import ConversationFormat
 from progress_sql.types import Example
 
 
