@@ -37,7 +37,7 @@ def _nested(kind: type[Any], value: Any, name: str, inner: Mapping[str, Callable
         return value
     given = {key: (inner or {}).get(key, lambda v: v)(item) for key, item in value.items()}
     known = [f.name for f in fields(kind)]
-    unknown = sorted(set(given) - known)
+    unknown = sorted(set(given) - set(known))
     if unknown:
         raise ConfigError(f"unknown {name} keys: {', '.join(unknown)} ({kind.__name__} fields: {', '.join(known)})")
     return kind(**given)
