@@ -35,7 +35,7 @@ from progress_sql.execution.compare import PRESETS, describe, get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
-from progress_sql.prompts import initial_messages
+from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.sql.extract import extract
 from progress_sql.types import Example
@@ -62,7 +62,7 @@ def _generate(
             example = examples[i]
             if example.db_path not in schemas:
                 schemas[example.db_path] = db_details(example.db_path, profile)
-            conversations.append(initial_messages(schemas[example.db_path], example.question, example.evidence))
+            conversations.append(opening_messages(example, schemas[example.db_path]))
         responses = backend.generate(conversations, config)
         for i, texts in zip(batch, responses, strict=True):
             found = [extract(text) for text in texts]
