@@ -120,7 +120,11 @@ def test_the_exported_row_reward_scores_single_turn_answers(exported: Path) -> N
     dataset = load_dataset("json", data_files=str(exported))["train"]
     rows = [dataset[i] for i in range(3)]
     columns = {key: [row[key] for row in rows] for key in dataset.column_names if key != "prompt"}
-    completions = [answer(rows[0]["gold_sql"]), answer("SELECT name FROM nowhere"), [{"role": "assistant", "content": "?"}]]
+    completions = [
+        answer(rows[0]["gold_sql"]),
+        answer("SELECT name FROM nowhere"),
+        [{"role": "assistant", "content": "?"}],
+    ]
     reward = ExportedRowReward()
     try:
         values = reward([row["prompt"] for row in rows], completions, **columns, trainer_state=None)
@@ -132,7 +136,9 @@ def test_the_exported_row_reward_scores_single_turn_answers(exported: Path) -> N
     assert reward.__name__ == "progressive"
     one_shot = ExportedRowReward(EnvConfig(reward="one-shot", max_turns=4))
     try:
-        assert one_shot([rows[0]["prompt"]], [answer(rows[0]["gold_sql"])], **{k: v[:1] for k, v in columns.items()}) == [3.0]
+        assert one_shot(
+            [rows[0]["prompt"]], [answer(rows[0]["gold_sql"])], **{k: v[:1] for k, v in columns.items()}
+        ) == [3.0]
     finally:
         one_shot.close()
     assert (one_shot.__name__, one_shot.config.max_turns) == ("one-shot", 1)

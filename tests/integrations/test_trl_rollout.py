@@ -15,8 +15,8 @@ from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import IDS_ATTRIBUTE, TrlRollout, component_names, component_reward_funcs
 from progress_sql.odt import diagnose, prepare_gold
-from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.prompts import CompactFormat
+from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.types import Example
 
 FORMAT = CompactFormat()

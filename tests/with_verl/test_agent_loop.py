@@ -11,8 +11,8 @@ from typing import Any
 
 import hydra
 import pytest
-from hydra.errors import InstantiationException
 import torch
+from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker, DictConfigWrap, ToolListWrap
 from verl.protocol import DataProto
@@ -321,6 +321,6 @@ def test_the_loop_takes_every_env_setting_and_renders_no_prompt(model_dir: Path,
     assert config.schema_profile == "none"  # the prompt is the row's: reset renders no schema
     entry["max_turn"] = 3
 
-    with pytest.raises(InstantiationException, match="unknown agent_loops.yaml keys: max_turn") as raised:
+    with pytest.raises(InstantiationException, match=r"unknown agent_loops\.yaml keys: max_turn") as raised:
         asyncio.run(make())
     assert isinstance(raised.value.__cause__, ConfigError)

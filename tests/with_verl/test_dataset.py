@@ -1,4 +1,5 @@
-"""A row written by ``progress-sql export --format verl`` loads through verl's ``RLHFDataset`` into what the loop reads."""
+"""A row that ``progress-sql export --format verl`` writes loads through verl's ``RLHFDataset`` into
+what the loop reads."""
 
 from __future__ import annotations
 

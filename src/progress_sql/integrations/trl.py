@@ -152,7 +152,9 @@ class TrlRollout:
             )
         unknown = [i for i in ids if not 0 <= i < len(self.examples)]
         if unknown:
-            raise ConfigError(f"rollout {EXAMPLE_ID} {unknown[0]} not in the training examples (0..{len(self.examples) - 1})")
+            raise ConfigError(
+                f"rollout {EXAMPLE_ID} {unknown[0]} not in the training examples (0..{len(self.examples) - 1})"
+            )
         return self.episodes(prompts, [self.examples[i] for i in ids], trainer)
 
     def episodes(self, prompts: Sequence[str], examples: Sequence[Example], trainer: Any) -> dict[str, Any]:

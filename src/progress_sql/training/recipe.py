@@ -301,7 +301,9 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     }
     result = RunResult(config, data_sizes=sizes)
     # one example per prompt text, as in rl_prompts
-    prompts = list({fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items())
+    prompts = list(
+        {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items()
+    )
     advance = phase("EX before RL", 1)
     result.before = evaluate(model, tokenizer, fmt, held_out)
     advance(1)

@@ -109,7 +109,9 @@ class _TrajectoryStats:
         return output
 
 
-def _metrics_sink(path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]) -> Callable[[int, Mapping[str, Any]], None]:
+def _metrics_sink(
+    path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]
+) -> Callable[[int, Mapping[str, Any]], None]:
     """Appends each optimizer step's log (TRL's numbers and the pending trajectory statistics) to
     ``sink`` and to ``path``."""
 
@@ -181,7 +183,9 @@ def run_rl(
         else ModelGenerator(tokenizer, settings.max_new_tokens, settings.temperature)
     )
     examples = [example for _, example in prompts]
-    stats = _TrajectoryStats(TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool))
+    stats = _TrajectoryStats(
+        TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool)
+    )
     metrics: list[dict[str, Any]] = []
     trainer = grpo_trainer(
         model, tokenizer, stats, [text for text, _ in prompts], reward=settings.reward, args=args,
