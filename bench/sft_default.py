@@ -23,8 +23,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from progress_sql.data.embedded import embedded_databases
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.evaluate import execution_accuracy, greedy_sql
-from progress_sql.training.format import CompactFormat
 from progress_sql.training.model import build_model, parameter_count
 from progress_sql.training.sft import SftStep, run_sft, sft_examples
 from progress_sql.training.templates import build_dataset

@@ -7,8 +7,9 @@ around without copying and without surprises.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 #: A value SQLite hands back: NULL, INTEGER, REAL, TEXT or BLOB.
 SQLValue: TypeAlias = int | float | str | bytes | None
@@ -105,12 +106,40 @@ class Trajectory:
 
 @dataclass(frozen=True, slots=True)
 class RewardBreakdown:
-    """A trajectory reward with its components and the identity of the config that produced it."""
+    """A trajectory reward with its components and the identity of the config that produced it:
+    ``version`` is the reward's version id (``progressive-v1``, ``one-shot-v1``, ...), ``config_hash``
+    a hash of its weights (``fixed`` for rewards without any).
+
+    >>> breakdown = RewardBreakdown(2.5, (("late", 2.0), ("fmt", 0.5)), "progressive-v1", "abc")
+    >>> breakdown.to_dict()
+    {'total': 2.5, 'components': {'late': 2.0, 'fmt': 0.5}, 'version': 'progressive-v1', 'config_hash': 'abc'}
+    >>> RewardBreakdown.from_dict(breakdown.to_dict()) == breakdown
+    True
+    """
 
     total: float
     components: tuple[tuple[str, float], ...]
-    reward: str
+    version: str
     config_hash: str
 
     def component(self, name: str) -> float:
         return dict(self.components)[name]
+
+    def to_dict(self, digits: int | None = None) -> dict[str, Any]:
+        """Plain values (JSON, Ray, parquet); ``digits`` rounds the numbers for files meant for reading."""
+
+        def number(value: float) -> float:
+            return value if digits is None else round(value, digits)
+
+        return {
+            "total": number(self.total),
+            "components": {name: number(value) for name, value in self.components},
+            "version": self.version,
+            "config_hash": self.config_hash,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardBreakdown:
+        """The breakdown :meth:`to_dict` wrote."""
+        components = tuple((str(name), float(value)) for name, value in dict(data["components"]).items())
+        return cls(float(data["total"]), components, str(data["version"]), str(data["config_hash"]))

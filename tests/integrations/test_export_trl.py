@@ -1,6 +1,6 @@
 """An exported TRL file through TRL's own dataset handling: ``datasets.load_dataset("json")``, TRL's
-conversational checks and chat templating, then one real GRPO step whose reward function receives
-the exported columns."""
+conversational checks and chat templating, then one real GRPO step whose reward functions (a probe
+and the package's :class:`ExportedRowReward`) receive the exported columns."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
+from progress_sql.env import EnvConfig
+from progress_sql.integrations.trl import ExportedRowReward
 from tests.conftest import build_database
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -90,13 +92,53 @@ def test_one_grpo_step_reads_the_exported_columns(exported: Path, chat_tokenizer
         max_completion_length=4, report_to="none", save_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
         seed=0,
     )  # fmt: skip
+    row_reward = ExportedRowReward()
     trainer = GRPOTrainer(
-        model=model, reward_funcs=exported_columns, args=args, train_dataset=dataset, processing_class=chat_tokenizer
-    )
+        model=model, reward_funcs=[exported_columns, row_reward], args=args, train_dataset=dataset,
+        processing_class=chat_tokenizer,
+    )  # fmt: skip
     trainer.train()
+    row_reward.close()
     assert trainer.state.global_step == 1
+    logged = [entry for entry in trainer.state.log_history if "rewards/progressive/mean" in entry]
+    assert logged  # the package's reward function scored the sampled completions
     golds = {row["gold_sql"] for row in dataset}
     assert seen
     assert set(seen[0]["gold_sql"]) <= golds
     assert all(Path(p).is_absolute() and Path(p).is_file() for p in seen[0]["db_path"])
     assert seen[0]["prompts"][0][0]["role"] == "system"  # conversational prompts reach the reward function
+
+
+def answer(sql: str) -> list[dict[str, str]]:
+    """A conversational completion, as TRL hands it to reward functions."""
+    return [{"role": "assistant", "content": f"<think>look</think><sql>{sql}</sql>"}]
+
+
+def test_the_exported_row_reward_scores_single_turn_answers(exported: Path) -> None:
+    from datasets import load_dataset
+
+    dataset = load_dataset("json", data_files=str(exported))["train"]
+    rows = [dataset[i] for i in range(3)]
+    columns = {key: [row[key] for row in rows] for key in dataset.column_names if key != "prompt"}
+    completions = [
+        answer(rows[0]["gold_sql"]),
+        answer("SELECT name FROM nowhere"),
+        [{"role": "assistant", "content": "?"}],
+    ]
+    reward = ExportedRowReward()
+    try:
+        values = reward([row["prompt"] for row in rows], completions, **columns, trainer_state=None)
+    finally:
+        reward.close()
+    # a match at turn 1: fmt 0.5 + keep 0.5 + late 2.0 + align -0.1; a failing query: fmt 0.5, align -0.1;
+    # no SQL at all: align -0.1
+    assert values == pytest.approx([2.9, 0.4, -0.1])
+    assert reward.__name__ == "progressive"
+    one_shot = ExportedRowReward(EnvConfig(reward="one-shot", max_turns=4))
+    try:
+        assert one_shot(
+            [rows[0]["prompt"]], [answer(rows[0]["gold_sql"])], **{k: v[:1] for k, v in columns.items()}
+        ) == [3.0]
+    finally:
+        one_shot.close()
+    assert (one_shot.__name__, one_shot.config.max_turns) == ("one-shot", 1)

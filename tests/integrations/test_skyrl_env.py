@@ -84,9 +84,11 @@ def test_registered_made_and_stepped_mismatch_then_match(rows: list[dict[str, An
     assert second["done"] is True
     assert second["observations"] == []
     assert second["metadata"]["match"] is True
-    assert second["reward"] == pytest.approx(second["metadata"]["reward_total"])
+    assert second["reward"] == pytest.approx(second["metadata"]["reward"]["total"])
     assert second["reward"] > 0
-    assert set(second["metadata"]["reward_components"]) >= {"align", "exec"}
+    assert set(second["metadata"]["reward"]["components"]) >= {"align", "exec"}
+    assert (second["metadata"]["response"], second["metadata"]["feedback"]) == (RIGHT, None)
+    assert first["metadata"]["feedback"] == first["observations"][0]["content"]
     assert env.get_metrics() == {"turns": 2, "match": True, "k_star": 2, "reward": second["reward"]}
 
 
@@ -101,7 +103,7 @@ def test_unbounded_recursive_cte_times_out_as_data(rows: list[dict[str, Any]]) -
     assert last["done"] is True
     assert last["metadata"]["exec_status"] == "timeout"
     assert last["metadata"]["match"] is False
-    assert last["reward"] == last["metadata"]["reward_total"]
+    assert last["reward"] == last["metadata"]["reward"]["total"]
 
 
 def test_a_failing_gold_ends_the_episode_with_reward_zero(rows: list[dict[str, Any]]) -> None:
@@ -163,4 +165,8 @@ def test_registration_defaults_then_env_config_then_skyrl_turn_budget(rows: list
     assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (0.5, True, 6)
     env = skyrl_gym.make("progress_sql_defaults", env_config={"timeout_s": 3.0}, extras={**extras, "max_turns": 2})
     assert (env.config.timeout_s, env.step_rewards, env.max_turns) == (3.0, True, 2)
+    every = {"reward": "one-shot", "progressive": {"gamma": 0.8}, "odt": {"alpha": 0.6}, "preset": "spider"}
+    env = skyrl_gym.make("progress_sql_defaults", env_config=every, extras=extras)  # any EnvConfig field
+    assert (env.config.reward, env.config.progressive.gamma, env.config.odt.alpha, env.config.preset) == (
+        "one-shot", 0.8, 0.6, "spider")  # fmt: skip
     skyrl_gym.envs.registration.deregister("progress_sql_defaults")

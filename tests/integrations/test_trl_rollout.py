@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,10 +13,10 @@ import pytest
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.trl import TrlRollout, component_names, component_reward_funcs
+from progress_sql.integrations.trl import IDS_ATTRIBUTE, TrlRollout, component_names, component_reward_funcs
 from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.prompts import CompactFormat
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.training.format import CompactFormat
 from progress_sql.types import Example
 
 FORMAT = CompactFormat()
@@ -40,6 +41,11 @@ class ScriptedGenerator:
         return out
 
 
+def kept_ids(*ids: int, **attributes: Any) -> Any:
+    """A trainer stand-in holding the batch's example ids, as grpo_trainer's trainer does."""
+    return SimpleNamespace(**{IDS_ATTRIBUTE: list(ids)}, **attributes)
+
+
 @pytest.fixture
 def example(lenses_db: Path) -> Example:
     return Example(0, "names and average prices", "contact_lenses", str(lenses_db), case_study.GOLD_SQL)
@@ -48,9 +54,9 @@ def example(lenses_db: Path) -> Example:
 def test_scripted_case_study_fields(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
     script = [*case_study.TURNS[:2], case_study.GOLD_SQL]
     rollout = TrlRollout(
-        {PROMPT: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {PROMPT: script}), pool=pool
+        [example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {PROMPT: script}), pool=pool
     )
-    out = rollout([PROMPT, PROMPT], trainer=None)  # TRL repeats each prompt num_generations times
+    out = rollout([PROMPT, PROMPT], trainer=kept_ids(0, 0))  # TRL repeats each prompt num_generations times
     assert len(out["completion_ids"]) == 2
     assert out["logprobs"] is None
     assert out["prompt_ids"][0] == tiny_tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
@@ -94,10 +100,10 @@ def test_first_turn_match_stops_and_recovery_earns_its_term(
     scripts = {recovering: [INVALID, case_study.GOLD_SQL], direct: [case_study.GOLD_SQL]}
     config = EnvConfig(progressive=ProgressiveConfig(omega_rec=0.3))  # recovery differs from keep (<= keep: the guard)
     rollout = TrlRollout(
-        {recovering: example, direct: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, scripts),
+        [example, example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, scripts),
         env_config=config, pool=pool,
     )  # fmt: skip
-    out = rollout([recovering, direct], trainer=None)
+    out = rollout([recovering, direct], trainer=kept_ids(0, 1))
     assert out["num_turns"] == [2, 1]
     assert out["k_star"] == [2, 1]
     assert out["reward_components"][0]["exec"] == 0.3
@@ -109,19 +115,24 @@ def test_first_turn_match_stops_and_recovery_earns_its_term(
 def test_at_most_t_turns(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
     never = FORMAT.prompt("contact_lenses", "never")
     rollout = TrlRollout(
-        {never: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {never: [INVALID] * 9}),
+        [example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {never: [INVALID] * 9}),
         env_config=EnvConfig(max_turns=3), pool=pool,
     )  # fmt: skip
-    out = rollout([never], trainer=None)
+    out = rollout.episodes([never], [example], trainer=None)
     assert out["num_turns"] == [3]
     assert out["k_star"] == [0]
     assert out["env_mask"][0].count(0) > 0
 
 
-def test_unknown_prompt_is_a_clear_error(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
-    rollout = TrlRollout({PROMPT: example}, tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {}), pool=pool)
-    with pytest.raises(Exception, match="not in the training examples"):
-        rollout(["something else"], trainer=None)
+def test_unknown_or_missing_example_ids_are_clear_errors(
+    tiny_tokenizer: Any, example: Example, pool: ExecutionPool
+) -> None:
+    rollout = TrlRollout([example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {}), pool=pool)
+    with pytest.raises(Exception, match="example_id 1 not in the training examples"):
+        rollout(["something else"], trainer=kept_ids(1))
+    with pytest.raises(Exception, match="passed no example_id per prompt"):
+        rollout(["something else"], trainer=None)  # a trainer that does not keep the ids
+    assert rollout.env_config.schema_profile == "none"  # the opening messages are the dataset's
 
 
 def test_component_names_of_peer_rewards() -> None:
@@ -140,9 +151,9 @@ class SilentGenerator:
 
 
 def test_a_model_that_produces_no_tokens_fails_fast(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
-    rollout = TrlRollout({PROMPT: example}, tiny_tokenizer, FORMAT, SilentGenerator(tiny_tokenizer), pool=pool)
+    rollout = TrlRollout([example], tiny_tokenizer, FORMAT, SilentGenerator(tiny_tokenizer), pool=pool)
     with pytest.raises(Exception, match="produced no tokens"):
-        rollout([PROMPT, PROMPT], trainer=None)
+        rollout([PROMPT, PROMPT], trainer=kept_ids(0, 0))
 
 
 class EngineStandIn:
@@ -161,15 +172,11 @@ class EngineStandIn:
 
 
 def test_vllm_generator_plumbs_the_engine(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
-    from types import SimpleNamespace
-
     from progress_sql.integrations.trl import VLLMGenerator
 
     engine = EngineStandIn(tiny_tokenizer, case_study.GOLD_SQL)
-    rollout = TrlRollout(
-        {PROMPT: example}, tiny_tokenizer, FORMAT, VLLMGenerator(tiny_tokenizer.eos_token_id), pool=pool
-    )
-    out = rollout([PROMPT, PROMPT], trainer=SimpleNamespace(vllm_generation=engine))
+    rollout = TrlRollout([example], tiny_tokenizer, FORMAT, VLLMGenerator(tiny_tokenizer.eos_token_id), pool=pool)
+    out = rollout([PROMPT, PROMPT], trainer=kept_ids(0, 0, vllm_generation=engine))
     assert engine.calls == [2]
     assert out["k_star"] == [1, 1]
     assert out["completion_ids"][0][-1] == tiny_tokenizer.eos_token_id  # eos appended after the engine's tokens

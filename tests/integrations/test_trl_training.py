@@ -11,8 +11,8 @@ import pytest
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.trl import ModelGenerator, TrlRollout, component_reward_funcs, trainer_preset
-from progress_sql.training.format import CompactFormat
+from progress_sql.integrations.trl import IDS_ATTRIBUTE, ModelGenerator, TrlRollout, grpo_trainer, trainer_preset
+from progress_sql.prompts import CompactFormat
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 FORMAT = CompactFormat()
@@ -45,10 +45,13 @@ class RecordingRollout:
     def __init__(self, rollout: TrlRollout) -> None:
         self.rollout = rollout
         self.outputs: list[dict[str, Any]] = []
+        self.asked: list[tuple[str, Any]] = []  # (prompt, example its id named), every call
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         output = self.rollout(prompts, trainer)
         self.outputs.append(output)
+        ids = getattr(trainer, IDS_ATTRIBUTE)
+        self.asked += [(p, self.rollout.examples[i]) for p, i in zip(prompts, ids, strict=True)]
         return output
 
 
@@ -56,8 +59,6 @@ def train_steps(
     preset: str, model: Any, tokenizer: Any, music_dir: Path, pool: ExecutionPool, out: Path
 ) -> tuple[list[dict[str, float]], RecordingRollout]:
     import torch
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
 
     torch.manual_seed(0)
     examples = load_task(str(music_dir / "questions.json"), music_dir)[:4]
@@ -65,23 +66,16 @@ def train_steps(
     golds = {tuple(tokenizer(p, add_special_tokens=False)["input_ids"]): e.gold_sql for p, e in prompts.items()}
     settings = dict(trainer_preset(preset).settings)
     settings.update(num_generations=4, steps_per_generation=4)  # small groups; off-policy updates in both
-    args = GRPOConfig(
+    args = dict(
         output_dir=str(out), use_cpu=True, per_device_train_batch_size=4, max_steps=4, max_completion_length=96,
         learning_rate=5e-3, logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True,
         dataloader_num_workers=0, seed=0, **settings,
     )  # fmt: skip
     rollout = RecordingRollout(
-        TrlRollout(prompts, tokenizer, FORMAT, HalfGoldGenerator(tokenizer, golds),
+        TrlRollout(list(prompts.values()), tokenizer, FORMAT, HalfGoldGenerator(tokenizer, golds),
                    env_config=EnvConfig(max_turns=2, timeout_s=2.0), pool=pool)
     )  # fmt: skip
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=component_reward_funcs("progressive"),
-        args=args,
-        train_dataset=Dataset.from_dict({"prompt": list(prompts)}),
-        processing_class=tokenizer,
-        rollout_func=rollout,
-    )
+    trainer = grpo_trainer(model, tokenizer, rollout, list(prompts), reward="progressive", args=args)
     trainer.train()
     return [entry for entry in trainer.state.log_history if "loss" in entry], rollout
 
@@ -121,6 +115,9 @@ def test_steps_run_and_every_reward_component_is_logged(runs: dict[str, Any], pr
     two_turn = [mask for mask, turns in zip(first["env_mask"], first["num_turns"], strict=True) if turns == 2]
     assert two_turn
     assert all(0 in mask for mask in two_turn)
+    # the example_id column brought every prompt its own example
+    assert rollout.asked
+    assert all(prompt == FORMAT.prompt(e.db_id, e.question) for prompt, e in rollout.asked)
 
 
 def test_gspo_importance_ratios_differ_from_grpo(runs: dict[str, Any]) -> None:

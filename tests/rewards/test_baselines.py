@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progress_sql.errors import ConfigError
-from progress_sql.rewards.baselines import RewardContext, arctic, one_shot, reasoning_sql, schema_items, sql_r1
+from progress_sql.rewards.baselines import arctic, one_shot, reasoning_sql, schema_items, sql_r1
+from progress_sql.rewards.context import RewardContext
 from progress_sql.rewards.registry import REWARDS, get_reward
 from progress_sql.types import Trajectory, Turn
 
@@ -86,8 +87,9 @@ turns = st.builds(
 @given(st.lists(turns, max_size=5), st.sampled_from(sorted(REWARDS)))
 def test_every_reward_is_finite_and_within_its_declared_range(turn_list: list[Turn], name: str) -> None:
     spec = REWARDS[name]
-    result = spec.fn(Trajectory(tuple(turn_list)), CONTEXT)
+    result = spec.score(Trajectory(tuple(turn_list)), CONTEXT)
     low, high = spec.value_range
     assert math.isfinite(result.total)
     assert low - 1e-9 <= result.total <= high + 1e-9
-    assert result.reward == spec.version
+    assert result.version == spec.version
+    assert spec.identity(CONTEXT) == (result.version, result.config_hash)  # what a reused breakdown must match

@@ -94,7 +94,7 @@ def test_turns_after_the_first_match_are_not_part_of_the_trajectory() -> None:
 
 def test_the_reward_records_its_config() -> None:
     result = progressive_reward(Trajectory((turn(),)))
-    assert result.reward == "progressive-v2"
+    assert result.version == "progressive-v2"
     assert result.config_hash == ProgressiveConfig().config_hash
     assert ProgressiveConfig(gamma=0.9).config_hash != result.config_hash
     paper = progressive_reward(Trajectory((turn(),)), ProgressiveConfig(formula="paper"))
@@ -152,3 +152,15 @@ def test_reward_is_finite_and_within_its_range(turn_list: list[Turn], formula: s
     # a consistent trajectory never beats the k* = 1 upper bound
     assert result.total <= upper_bound(1) + 1e-9
     assert result.total == pytest.approx(sum(value for _, value in result.components))
+
+
+def test_the_registry_says_which_weights_stamp_a_breakdown() -> None:
+    from progress_sql.rewards.registry import RewardContext, get_reward
+
+    spec = get_reward("progressive")
+    weights = ProgressiveConfig(gamma=0.8)
+    scored = spec.score(
+        Trajectory((Turn("SELECT 1", True, True, True, 0.9),)), RewardContext("SELECT 1", progressive=weights)
+    )
+    assert spec.identity(RewardContext("SELECT 1", progressive=weights)) == (scored.version, scored.config_hash)
+    assert spec.identity(RewardContext("SELECT 1")) != (scored.version, scored.config_hash)

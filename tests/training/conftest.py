@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from progress_sql.data.embedded import embedded_databases
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.templates import TemplateDataset, build_dataset
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.evaluate import execution_accuracy, greedy_sql
-from progress_sql.training.format import CompactFormat
 from progress_sql.training.templates import TemplateDataset
 
 

@@ -13,7 +13,7 @@ from progress_sql.data.schema import read_schema
 from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import execute
 from progress_sql.odt import CATALOGUE
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.sft import CORRUPTIONS, IGNORE_INDEX, SftExample, encode, sft_examples
 from progress_sql.training.templates import TemplateDataset
 

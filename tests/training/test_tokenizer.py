@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.odt import CATALOGUE
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS
 
 

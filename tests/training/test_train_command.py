@@ -136,3 +136,17 @@ def test_pretrained_model_with_a_chat_template(tmp_path: Path, music_dir: Path) 
     assert result.data_sizes["dropped_by_filter"] == len((tmp_path / "run" / "dropped.jsonl").read_text().splitlines())
     assert "held-out EX" in result.guard
     assert write_report(result, tmp_path / "run").is_file()
+
+
+def test_rl_settings_give_the_rollouts_any_env_field() -> None:
+    from progress_sql.errors import ConfigError
+
+    settings = RLSettings(turns=3, reward="one-shot", timeout_s=1.0, env={"feedback": "tags+error",
+                                                                         "progressive": {"gamma": 0.8}})  # fmt: skip
+    config = settings.env_config()
+    assert (config.max_turns, config.reward, config.timeout_s) == (3, "one-shot", 1.0)
+    assert (config.feedback, config.progressive.gamma) == ("tags+error", 0.8)
+    with pytest.raises(ConfigError, match=r"RLSettings\.env sets max_turns: give them as RLSettings turns"):
+        RLSettings(env={"max_turns": 2})
+    with pytest.raises(ConfigError, match=r"unknown RLSettings\.env keys: turns"):
+        RLSettings(env={"turns": 2})

@@ -27,9 +27,8 @@ from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.workers.rollout.replica import TokenOutput
 
-from progress_sql.data.ddl import db_details
-from progress_sql.integrations.verl import verl_row
-from progress_sql.prompts import initial_messages
+from progress_sql.export.build import export_items
+from progress_sql.export.formats import build_rows, get_format
 from progress_sql.types import Example
 from tests.conftest import REPO_ROOT, build_database
 
@@ -102,15 +101,8 @@ def examples(music_db: Path) -> list[Example]:
 
 
 def rows_of(examples: Sequence[Example]) -> list[dict[str, Any]]:
-    """verl rows with the paper's opening messages (what the export writes)."""
-    return [
-        verl_row(
-            e,
-            initial_messages(db_details(e.db_path, "full"), e.question, e.evidence),
-            data_source="spider",
-        )
-        for e in examples
-    ]
+    """verl rows with the paper's opening messages, as ``progress-sql export --format verl`` writes them."""
+    return build_rows(export_items([("spider", e) for e in examples]), get_format("verl"))
 
 
 def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> Path:

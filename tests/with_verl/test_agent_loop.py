@@ -12,6 +12,7 @@ from typing import Any
 import hydra
 import pytest
 import torch
+from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker, DictConfigWrap, ToolListWrap
 from verl.protocol import DataProto
@@ -19,9 +20,11 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.errors import ConfigError
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY
 from progress_sql.integrations.verl.agent_loop import STOP_KEY
 from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, compute_score
+from progress_sql.rewards.registry import RewardSpec
 from progress_sql.types import Example
 from tests.with_verl.conftest import ScriptedServer, answer, compose_verl, dataset_batch, rows_of, write_parquet
 
@@ -161,23 +164,28 @@ def test_token_stream_equals_the_chat_template_of_the_conversation(
     assert "<|im_end|><|im_start|>user" in text
 
 
+def build_loop(worker: Any, server: Any, hf_model_type: str | None, entry: Any = None) -> Any:
+    """The loop that hydra builds from agent_loops.yaml (or ``entry``), as verl's workers build it."""
+    return hydra.utils.instantiate(
+        OmegaConf.load(AGENT_LOOPS_YAML)[0] if entry is None else entry,
+        trainer_config=DictConfigWrap(worker.config),
+        server_manager=server,
+        tokenizer=worker.tokenizer,
+        processor=None,
+        hf_model_type=hf_model_type,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(worker.config.data),
+        tools=ToolListWrap([]),
+    )
+
+
 def run_directly(worker: Any, example: Example, script: list[str], hf_model_type: str | None) -> Any:
     """One ``run`` of the loop that hydra builds from agent_loops.yaml, as verl's workers build it."""
     server = ScriptedServer(worker.tokenizer, {example.question: script})
     row = rows_of([example])[0]
 
     async def run() -> Any:
-        loop = hydra.utils.instantiate(
-            OmegaConf.load(AGENT_LOOPS_YAML)[0],
-            trainer_config=DictConfigWrap(worker.config),
-            server_manager=server,
-            tokenizer=worker.tokenizer,
-            processor=None,
-            hf_model_type=hf_model_type,
-            dataset_cls=RLHFDataset,
-            data_config=DictConfigWrap(worker.config.data),
-            tools=ToolListWrap([]),
-        )
+        loop = build_loop(worker, server, hf_model_type)
         return await loop.run({"temperature": 1.0, "logprobs": True}, raw_prompt=row["prompt"], **row)
 
     return asyncio.run(run())
@@ -217,6 +225,7 @@ def test_prompt_and_response_respect_the_configured_lengths(
     assert budgets == sorted(budgets, reverse=True)
     assert output.non_tensor_batch[STOP_KEY].tolist() == ["response_length"]
     assert len(output.non_tensor_batch[TURNS_KEY][0]) < 4
+    assert output.non_tensor_batch[TURNS_KEY][0][-1]["reward"] is not None  # the loop scored the cut trajectory
 
 
 def test_loops_run_concurrently_while_one_query_hits_its_deadline(
@@ -259,3 +268,59 @@ def test_the_record_scores_like_the_environment(model_dir: Path, examples: list[
     assert {k: scored[k] for k, _ in breakdown.components} == pytest.approx(dict(breakdown.components))
     assert scored["k_star"] == 3
     assert scored["from_record"] == 1
+
+
+def test_the_reward_is_computed_once_per_trajectory(
+    model_dir: Path, examples: list[Example], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop scores each trajectory (a match, a T-turn miss, one cut by the response budget) once;
+    compute_score reads that reward from the record, and scores again only when asked for other weights."""
+    calls: list[str] = []
+    score = RewardSpec.score
+
+    def counting(spec: RewardSpec, trajectory: Any, context: Any) -> Any:
+        calls.append(spec.name)
+        return score(spec, trajectory, context)
+
+    monkeypatch.setattr(RewardSpec, "score", counting)
+    chosen = examples[:2]
+    scripts = {chosen[0].question: [WRONG, answer(chosen[0].gold_sql)], chosen[1].question: [WRONG] * 4}
+    output, _ = rollout(make_worker(model_dir, agent_loops_file(tmp_path, max_turns=3)), chosen, scripts, tmp_path)
+    long_wrong = answer("SELECT T1.concert_name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id")
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML, prompt_length=256, response_length=96)
+    cut, _ = rollout(worker, [examples[3]], {examples[3].question: [long_wrong] * 4}, tmp_path)
+    stops = [*output.non_tensor_batch[STOP_KEY].tolist(), *cut.non_tensor_batch[STOP_KEY].tolist()]
+    assert stops == ["match", "max_turns", "response_length"]
+    assert calls == ["progressive"] * 3  # one per trajectory, in the loop
+    infos = [*output.non_tensor_batch["extra_info"], *cut.non_tensor_batch["extra_info"]]
+    records = [*output.non_tensor_batch[TURNS_KEY], *cut.non_tensor_batch[TURNS_KEY]]
+    golds = [*(e.gold_sql for e in chosen), examples[3].gold_sql]
+    scored = [
+        compute_score("spider", "", gold, {**info, TURNS_KEY: record})
+        for gold, info, record in zip(golds, infos, records, strict=True)
+    ]
+    assert calls == ["progressive"] * 3  # compute_score only read the carried reward
+    assert [s["from_record"] for s in scored] == [1, 1, 1]
+    assert [s["score"] for s in scored] == [record[-1]["reward"]["total"] for record in records]
+    reweighted = compute_score("spider", "", golds[0], {TURNS_KEY: records[0]}, gamma=0.8)
+    assert len(calls) == 4  # other weights than the loop's: scored again from the record
+    assert reweighted["score"] != scored[0]["score"]
+
+
+def test_the_loop_takes_every_env_setting_and_renders_no_prompt(model_dir: Path, tmp_path: Path) -> None:
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML)
+    entry = OmegaConf.load(agent_loops_file(tmp_path, reward="one-shot", progressive={"gamma": 0.8},
+                                            odt={"alpha": 0.6}, schema_profile="full"))[0]  # fmt: skip
+
+    async def make() -> Any:
+        return build_loop(worker, ScriptedServer(worker.tokenizer, {}), "qwen2", entry)
+
+    loop = asyncio.run(make())
+    config = loop.env_config
+    assert (config.reward, config.progressive.gamma, config.odt.alpha, config.max_turns) == ("one-shot", 0.8, 0.6, 4)
+    assert config.schema_profile == "none"  # the prompt is the row's: reset renders no schema
+    entry["max_turn"] = 3
+
+    with pytest.raises(InstantiationException, match=r"unknown agent_loops\.yaml keys: max_turn") as raised:
+        asyncio.run(make())
+    assert isinstance(raised.value.__cause__, ConfigError)

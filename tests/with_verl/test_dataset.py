@@ -1,4 +1,5 @@
-"""A row written by ``verl_row`` loads through verl's ``RLHFDataset`` into what the loop reads."""
+"""A row that ``progress-sql export --format verl`` writes loads through verl's ``RLHFDataset`` into
+what the loop reads."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 from transformers import AutoTokenizer
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from progress_sql.integrations.verl import AGENT_NAME, example_from_row
+from progress_sql.integrations.verl import AGENT_NAME, verl_example
 from progress_sql.types import Example
 from tests.with_verl.conftest import compose_verl, rows_of, write_parquet
 
@@ -23,4 +24,4 @@ def test_an_exported_row_loads_through_rlhf_dataset(model_dir: Path, examples: l
         assert item["agent_name"] == AGENT_NAME
         assert [dict(m) for m in item["raw_prompt"]] == rows[i]["prompt"]
         assert item["index"] == example.index
-        assert example_from_row(item["extra_info"], item["reward_model"]) == example
+        assert verl_example(item) == example

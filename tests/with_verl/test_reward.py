@@ -15,8 +15,8 @@ from verl.protocol import DataProto
 
 import progress_sql.integrations.verl.reward as reward_module
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.integrations.verl import TURNS_KEY, compute_score
-from progress_sql.integrations.verl.reward import trajectory_from_records, turn_record
 from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward
 from progress_sql.types import Example
 from tests.with_verl.conftest import answer, compose_verl, object_array, rows_of
@@ -79,11 +79,12 @@ def test_the_reward_loop_scores_the_record_like_the_reward(model_dir: Path, exam
     texts = [answer("SELECT name FROM singer"), answer(example.gold_sql)]
     with SQLRefineEnv(EnvConfig(max_turns=4)) as env:
         env.reset(example)
-        records = [turn_record(env.step(text).info, text) for text in texts]
+        records = [TurnRecord.from_step(env.step(text), text).to_dict() for text in texts]
     extra_fields = {TURNS_KEY: records, "turn_scores": [], "tool_rewards": []}
     result = reward_loop_score(model_dir, example, "".join(texts), extra_fields, gamma=0.8, omega_acc=3.0)
 
-    expected = progressive_reward(trajectory_from_records(records), ProgressiveConfig(gamma=0.8, omega_acc=3.0))
+    turns = trajectory_of([TurnRecord.from_dict(record) for record in records])
+    expected = progressive_reward(turns, ProgressiveConfig(gamma=0.8, omega_acc=3.0))
     assert expected.component("late") == 3.0 * 0.8  # the weights from reward_kwargs reached the reward
     assert result["reward_score"] == expected.total
     direct = compute_score("spider", "", example.gold_sql, {TURNS_KEY: records}, gamma=0.8, omega_acc=3.0)

@@ -26,10 +26,9 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
 from progress_sql.odt import Diagnosis, GoldReference, OdtConfig, diagnose, prepare_gold
 from progress_sql.odt.feedback import feedback_text
-from progress_sql.prompts import Message, initial_messages
-from progress_sql.rewards.baselines import RewardContext
+from progress_sql.prompts import Message, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
-from progress_sql.rewards.registry import get_reward
+from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.sql.extract import extract
 from progress_sql.types import Example, ExecResult, RewardBreakdown, Trajectory, Turn
 
@@ -167,9 +166,7 @@ class SQLRefineEnv:
         self._done = False
         if example.db_path not in self._details:
             self._details[example.db_path] = db_details(example.db_path, self.config.schema_profile)
-        return initial_messages(
-            self._details[example.db_path], example.question, example.evidence, db_engine=self.config.odt.db_engine
-        )
+        return opening_messages(example, self._details[example.db_path], db_engine=self.config.odt.db_engine)
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
@@ -272,4 +269,4 @@ class SQLRefineEnv:
     def _score(self) -> RewardBreakdown:
         assert self._example is not None
         context = RewardContext(self._example.gold_sql, progressive=self.config.progressive)
-        return get_reward(self.config.reward).fn(self.trajectory, context)
+        return get_reward(self.config.reward).score(self.trajectory, context)

@@ -7,53 +7,36 @@ backend in one batch (an HTTP backend serves them concurrently), then each envir
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from progress_sql.backends.base import Backend, GenerationConfig
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult
+from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.records import TurnRecord
 from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import Example
+from progress_sql.types import Example, RewardBreakdown
 
 Progress = Callable[[int], None]
+EpisodeStatus = Literal["ok", "gold_invalid", "skipped"]
+#: Decimals of the numbers in samples.jsonl.
+DIGITS = 6
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class EpisodeRecord:
-    """One example's rollout, as written to samples.jsonl."""
+    """One example's rollout, as written to samples.jsonl (:func:`record_dict`)."""
 
     index: int
     db_id: str
-    status: str  # "ok", "gold_invalid" or "skipped"
+    status: EpisodeStatus
     reason: str = ""
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    reward: dict[str, Any] | None = None
+    turns: tuple[TurnRecord, ...] = ()
+    reward: RewardBreakdown | None = None
     k_star: int | None = None
-
-
-def _turn_record(step: StepResult, response: str) -> dict[str, Any]:
-    info = step.info
-    return {
-        "turn": info.turn,
-        "response": response,
-        "sql": info.sql,
-        "format_ok": info.format_ok,
-        "format_problem": info.format_problem,
-        "exec_status": info.exec_status,
-        "exec_error": info.exec_error,
-        "match": info.match,
-        "verdict": info.verdict,
-        "f_struct": round(info.f_struct, 6),
-        "f_lex": round(info.f_lex, 6),
-        "f": round(info.f, 6),
-        "tags": list(info.tags),
-        "feedback": step.observation["content"] if step.observation else None,
-        "reward": round(step.reward, 6),
-    }
 
 
 def run_rollouts(
@@ -70,18 +53,19 @@ def run_rollouts(
     if generation.n != 1:
         raise ValueError("rollouts sample one response per turn (GenerationConfig.n = 1)")
     cache = cache if cache is not None else GoldCache()
-    records = [EpisodeRecord(e.index, e.db_id, "ok") for e in examples]
+    records: list[EpisodeRecord | None] = [None] * len(examples)
+    turns: list[list[TurnRecord]] = [[] for _ in examples]
     active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
     for position, example in enumerate(examples):
         if not Path(example.db_path).is_file():
-            records[position].status, records[position].reason = "skipped", f"database not found: {example.db_path}"
+            records[position] = _unscored(example, "skipped", f"database not found: {example.db_path}")
             _advance(progress, config.max_turns)
             continue
         env = SQLRefineEnv(config, pool=pool, cache=cache)
         try:
             active.append((position, env, env.reset(example)))
         except GoldQueryError as error:
-            records[position].status, records[position].reason = "gold_invalid", str(error)
+            records[position] = _unscored(example, "gold_invalid", str(error))
             _advance(progress, config.max_turns)
     for _ in range(config.max_turns):
         if not active:
@@ -91,17 +75,13 @@ def run_rollouts(
         for (position, env, messages), choices in zip(active, responses, strict=True):
             response = choices[0]
             step = env.step(response)
-            records[position].turns.append(_turn_record(step, response))
+            turns[position].append(TurnRecord.from_step(step, response))
             if step.terminated or step.truncated:
-                breakdown = step.info.reward
-                if breakdown is not None:
-                    records[position].reward = {
-                        "total": round(breakdown.total, 6),
-                        "components": {name: round(value, 6) for name, value in breakdown.components},
-                        "reward": breakdown.reward,
-                        "config_hash": breakdown.config_hash,
-                    }
-                records[position].k_star = env.trajectory.k_star
+                example = examples[position]
+                records[position] = EpisodeRecord(
+                    example.index, example.db_id, "ok", "", tuple(turns[position]), step.info.reward,
+                    env.trajectory.k_star,
+                )  # fmt: skip
                 _advance(progress, config.max_turns - step.info.turn + 1)
             else:
                 assert step.observation is not None
@@ -109,7 +89,12 @@ def run_rollouts(
                 still_active.append((position, env, next_messages))
                 _advance(progress, 1)
         active = still_active
-    return records
+    assert all(record is not None for record in records)  # every episode ends within max_turns
+    return [record for record in records if record is not None]
+
+
+def _unscored(example: Example, status: EpisodeStatus, reason: str) -> EpisodeRecord:
+    return EpisodeRecord(example.index, example.db_id, status, reason)
 
 
 def _advance(progress: Progress | None, amount: int) -> None:
@@ -122,7 +107,7 @@ def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict
     scored = [r for r in records if r.status == "ok"]
     n = len(scored)
     successes = [r.k_star for r in scored if r.k_star is not None]
-    rewards = [r.reward["total"] for r in scored if r.reward is not None]
+    rewards = [r.reward.total for r in scored if r.reward is not None]
     return {
         "examples": len(records),
         "scored": n,
@@ -135,10 +120,19 @@ def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict
         "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else 0.0,
         "mean_turns": round(sum(len(r.turns) for r in scored) / n, 6) if n else 0.0,
         "format_rate": round(
-            sum(t["format_ok"] for r in scored for t in r.turns) / max(1, sum(len(r.turns) for r in scored)), 6
+            sum(t.format_ok for r in scored for t in r.turns) / max(1, sum(len(r.turns) for r in scored)), 6
         ),
     }
 
 
 def record_dict(record: EpisodeRecord) -> dict[str, Any]:
-    return asdict(record)
+    """The samples.jsonl line of an episode (numbers rounded to :data:`DIGITS` decimals)."""
+    return {
+        "index": record.index,
+        "db_id": record.db_id,
+        "status": record.status,
+        "reason": record.reason,
+        "turns": [turn.to_dict(DIGITS) for turn in record.turns],
+        "reward": record.reward.to_dict(DIGITS) if record.reward is not None else None,
+        "k_star": record.k_star,
+    }

@@ -23,7 +23,7 @@ from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
 from progress_sql.execution.compare import Preset, describe
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.prompts import initial_messages
+from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
 from progress_sql.sql.extract import extract
@@ -53,7 +53,7 @@ def generate_samples(
             example = examples[i]
             if example.db_path not in schemas:
                 schemas[example.db_path] = db_details(example.db_path, profile)
-            conversations.append(initial_messages(schemas[example.db_path], example.question, example.evidence))
+            conversations.append(opening_messages(example, schemas[example.db_path]))
         responses = backend.generate(conversations, config)
         for i, texts in zip(batch, responses, strict=True):
             found = [extract(text) for text in texts]

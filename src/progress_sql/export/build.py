@@ -1,6 +1,6 @@
 """From examples to a training file: opening messages, rows, the file, its manifest.
 
-The opening messages are the environment's own (:func:`progress_sql.prompts.initial_messages` over
+The opening messages are the environment's own (:func:`progress_sql.prompts.opening_messages` over
 :func:`progress_sql.data.ddl.db_details`, as ``SQLRefineEnv.reset`` builds them), so a trainer
 starts every episode from the prompt the environment would give. An example whose database file is
 absent passes through with the question alone (no schema can be read) and ``verified = False``.
@@ -20,7 +20,7 @@ from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
 from progress_sql.errors import ConfigError
 from progress_sql.export.formats import ExportFormat, ExportItem, build_rows, write_rows
 from progress_sql.odt import OdtConfig
-from progress_sql.prompts import initial_messages
+from progress_sql.prompts import opening_messages
 from progress_sql.types import Example
 
 #: Version of the exported row shapes; recorded in every manifest.
@@ -74,7 +74,7 @@ def export_items(
         if verified and example.db_path not in details:
             details[example.db_path] = db_details(example.db_path, schema_profile)
         schema = details[example.db_path] if verified else ""
-        messages = initial_messages(schema, example.question, example.evidence, db_engine=db_engine)
+        messages = opening_messages(example, schema, db_engine=db_engine)
         example = replace(example, db_path=relocate(example.db_path, path_maps))
         items.append(ExportItem(example, source, tuple(messages), verified))
         if on_item is not None:

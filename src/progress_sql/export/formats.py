@@ -8,11 +8,13 @@
 * ``trl``: conversational ``prompt`` plus flat columns (TRL hands every dataset column to the reward
   functions), JSON Lines by default.
 
-``extra_info`` is the same for every format: what an environment needs to rebuild the
-:class:`~progress_sql.types.Example` (``db_id``, ``db_path``, ``question``, ``evidence``, the gold in
-the format's own ground-truth field) plus ``index`` (the row's position in the file), ``source_index``
-(the example's index in its dataset) and ``verified`` (False when the database file was absent at
-export time: such a row cannot be executed until its database is put in place).
+``extra_info`` is the same for every format: the example's fields (:func:`example_fields`: ``db_id``,
+``db_path``, ``question``, ``evidence``, ``difficulty`` and ``source_index``, the example's index in
+its dataset; the gold goes in the format's own ground-truth field) plus ``index`` (the row's position
+in the file) and ``verified`` (False when the database file was absent at export time: such a row
+cannot be executed until its database is put in place). :func:`example_from_fields` is the inverse
+every consumer uses (the verl agent loop and reward, the SkyRL environment, TRL's reward function);
+each format's :attr:`ExportFormat.example` reads the example back from one of its rows.
 
 >>> from progress_sql.types import Example
 >>> item = ExportItem(Example(3, "How many?", "shop", "/d/shop.sqlite", "SELECT 1"), "spider-train",
@@ -22,17 +24,19 @@ export time: such a row cannot be executed until its database is put in place).
 ('progress_sql_agent', {'style': 'rule', 'ground_truth': 'SELECT 1'}, 3)
 >>> skyrl_row(item, 0)["env_class"], trl_row(item, 0)["gold_sql"]
 ('progress_sql', 'SELECT 1')
+>>> all(f.example(f.row(item, 0)) == item.example for f in FORMATS.values())
+True
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from progress_sql.errors import ConfigError
+from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.prompts import Message
 from progress_sql.registry import lookup
 from progress_sql.types import Example
@@ -56,19 +60,56 @@ class ExportItem:
     verified: bool
 
 
-def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
-    """The ``extra_info`` shared by every format (see the module docstring)."""
-    example = item.example
+#: The field of :func:`example_fields` holding the gold SQL; verl rows keep it in
+#: ``reward_model.ground_truth``, SkyRL rows in ``reward_spec.ground_truth``, TRL rows in this column.
+GOLD_FIELD = "gold_sql"
+_REQUIRED = ("db_id", "db_path", "question", GOLD_FIELD)
+
+
+def example_fields(example: Example) -> dict[str, Any]:
+    """The example as plain row fields (the inverse of :func:`example_from_fields`).
+
+    >>> example = Example(3, "How many?", "shop", "/d/shop.sqlite", "SELECT 1", difficulty="easy")
+    >>> example_from_fields(example_fields(example)) == example
+    True
+    """
     return {
-        "index": index,
         "source_index": example.index,
         "db_id": example.db_id,
         "db_path": example.db_path,
         "question": example.question,
         "evidence": example.evidence,
         "difficulty": example.difficulty or "",
-        "verified": item.verified,
+        GOLD_FIELD: example.gold_sql,
     }
+
+
+def example_from_fields(fields: Mapping[str, Any], *, where: str = "a row", prefix: str = "") -> Example:
+    """The :class:`Example` that a row's fields describe; the index is ``source_index`` (the row
+    position ``index`` for rows written without it). A row without our fields is a DatasetError that
+    names them (``prefix`` + name, said to be missing from ``where``)."""
+    missing = [name for name in _REQUIRED if fields.get(name) is None]
+    if "source_index" not in fields and "index" not in fields:
+        missing.insert(0, "source_index")
+    if missing:
+        absent = ", ".join(prefix + name for name in missing)
+        raise DatasetError(f"{where} lacks {absent}: write rows with progress-sql export")
+    return Example(
+        index=int(fields.get("source_index", fields.get("index", 0))),
+        question=str(fields["question"]),
+        db_id=str(fields["db_id"]),
+        db_path=str(fields["db_path"]),
+        gold_sql=str(fields[GOLD_FIELD]),
+        evidence=str(fields.get("evidence") or ""),
+        difficulty=str(fields.get("difficulty") or "") or None,
+    )
+
+
+def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
+    """The ``extra_info`` shared by every format (see the module docstring)."""
+    fields = example_fields(item.example)
+    del fields[GOLD_FIELD]  # each format writes the gold in its own ground-truth field
+    return {"index": index, **fields, "verified": item.verified}
 
 
 def _messages(item: ExportItem) -> list[dict[str, str]]:
@@ -100,17 +141,52 @@ def skyrl_row(item: ExportItem, index: int) -> dict[str, Any]:
 
 def trl_row(item: ExportItem, index: int) -> dict[str, Any]:
     """A conversational TRL row; the other columns reach TRL's reward functions as keyword arguments."""
-    return {"prompt": _messages(item), "gold_sql": item.example.gold_sql, "data_source": item.source,
+    return {"prompt": _messages(item), GOLD_FIELD: item.example.gold_sql, "data_source": item.source,
             **extra_info(item, index)}  # fmt: skip
 
 
+def _section(row: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = row.get(key)
+    if not isinstance(value, Mapping):
+        raise DatasetError(f"{where} lacks {key}: write rows with progress-sql export")
+    return value
+
+
+def _ground_truth(row: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    """The row's ``extra_info`` with the gold from ``row[key]["ground_truth"]``, as example fields."""
+    truth = row.get(key)
+    if not isinstance(truth, Mapping) or not isinstance(truth.get("ground_truth"), str):
+        raise DatasetError(f"{where} lacks {key}.ground_truth: write rows with progress-sql export")
+    return {**_section(row, "extra_info", where), GOLD_FIELD: truth["ground_truth"]}
+
+
+def verl_example(row: Mapping[str, Any]) -> Example:
+    """The example of a verl row (``extra_info`` and ``reward_model``; the agent loop's kwargs are one)."""
+    return example_from_fields(_ground_truth(row, "reward_model", "verl row"), where="verl row", prefix="extra_info.")
+
+
+def skyrl_example(row: Mapping[str, Any]) -> Example:
+    """The example of a SkyRL row, or of the ``extras`` SkyRL makes of it (``extra_info``, ``reward_spec``)."""
+    fields = _ground_truth(row, "reward_spec", "a progress_sql row")
+    return example_from_fields(fields, where="a progress_sql row", prefix="extra_info.")
+
+
+def trl_example(row: Mapping[str, Any]) -> Example:
+    """The example of a TRL row (flat columns)."""
+    return example_from_fields(row, where="a TRL row")
+
+
 RowBuilder = Callable[[ExportItem, int], dict[str, Any]]
+RowReader = Callable[[Mapping[str, Any]], Example]
 
 
 @dataclass(frozen=True, slots=True)
 class ExportFormat:
+    """A trainer's row shape: ``row`` writes one, ``example`` reads its example back."""
+
     name: str
     row: RowBuilder
+    example: RowReader
     suffix: str
     description: str
 
@@ -118,11 +194,14 @@ class ExportFormat:
 FORMATS: dict[str, ExportFormat] = {
     f.name: f
     for f in (
-        ExportFormat("verl", verl_row, ".parquet", "verl RLHFDataset parquet (agent_name selects the agent loop)"),
-        ExportFormat("skyrl", skyrl_row, ".parquet", "SkyRL PromptDataset rows (env_class progress_sql)"),
-        ExportFormat("trl", trl_row, ".jsonl", "TRL conversational prompts with the example's columns"),
+        ExportFormat("verl", verl_row, verl_example, ".parquet",
+                     "verl RLHFDataset parquet (agent_name selects the agent loop)"),
+        ExportFormat("skyrl", skyrl_row, skyrl_example, ".parquet",
+                     "SkyRL PromptDataset rows (env_class progress_sql)"),
+        ExportFormat("trl", trl_row, trl_example, ".jsonl",
+                     "TRL conversational prompts with the example's columns"),
     )
-}
+}  # fmt: skip
 
 
 def get_format(name: str) -> ExportFormat:

@@ -9,12 +9,13 @@ per-step rewards add up to the trajectory reward (SkyRL puts each on the last to
 
 Rows come from ``progress-sql export --format skyrl``: SkyRL's ``PromptDataset`` passes every column
 but ``prompt`` and ``env_class`` to ``skyrl_gym.make(env_class, env_config=..., extras=row)``; the
-example is rebuilt from ``extras["extra_info"]`` and ``extras["reward_spec"]["ground_truth"]``.
-Settings (``max_turns``, ``preset``, ``feedback``, ``schema_profile``, ``timeout_s``, ``max_rows``,
-``preview_rows``, ``reward``, ``step_rewards``) come from :func:`register_env`'s keyword arguments,
-then from the ``env_config`` SkyRL passes (``getattr(cfg.environment.skyrl_gym, env_class, {})``,
-empty unless the config has such a section); SkyRL's generator also writes its own turn budget into
-``extras["max_turns"]``, which wins.
+example is read back by the export's codec (:func:`~progress_sql.export.formats.skyrl_example`, from
+``extras["extra_info"]`` and ``extras["reward_spec"]["ground_truth"]``). Settings (every
+:class:`EnvConfig` field, read by :func:`~progress_sql.env.settings.env_config_from_mapping`, and
+``step_rewards``) come from :func:`register_env`'s keyword arguments, then from the ``env_config``
+SkyRL passes (``getattr(cfg.environment.skyrl_gym, env_class, {})``, empty unless the config has such
+a section); SkyRL's generator also writes its own turn budget into ``extras["max_turns"]``, which
+wins. Each step's metadata is the turn's :class:`~progress_sql.env.records.TurnRecord` as a dict.
 
 SQL runs in one isolated execution worker per thread that creates environments (SkyRL steps its
 environments in a thread pool), reused across episodes; gold results are cached per process.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +32,25 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
+from progress_sql.env.records import TurnRecord
+from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import SKYRL_ENV_CLASS
-from progress_sql.rewards.baselines import RewardContext
-from progress_sql.rewards.registry import get_reward
-from progress_sql.types import Example
+from progress_sql.export.formats import SKYRL_ENV_CLASS, skyrl_example
+from progress_sql.rewards.registry import RewardContext, get_reward
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
-_ENV_FIELDS = ("max_turns", "preset", "feedback", "schema_profile", "timeout_s", "max_rows", "preview_rows", "reward")
 
 _local = threading.local()
 _pools: list[ExecutionPool] = []
 _pools_lock = threading.Lock()
 _cache = GoldCache()
+
+
+def _env_for(config: EnvConfig) -> SQLRefineEnv:
+    """The only place this adapter builds an environment (the thread's pool, the process's gold cache)."""
+    return SQLRefineEnv(config, pool=_thread_pool(), cache=_cache)
 
 
 def _thread_pool() -> ExecutionPool:
@@ -77,42 +81,10 @@ def settings(
         given.update(env_config.items())
     elif env_config is not None:
         given.update(vars(env_config))
-    unknown = set(given) - {*_ENV_FIELDS, "step_rewards"}
-    if unknown:
-        raise ConfigError(f"unknown progress_sql env_config keys: {', '.join(sorted(unknown))}")
     step_rewards = bool(given.pop("step_rewards", False))
     if extras.get("max_turns") is not None:
         given["max_turns"] = int(extras["max_turns"])
-    return EnvConfig(**given), step_rewards
-
-
-def example_from_extras(extras: Mapping[str, Any]) -> Example:
-    """The example an exported SkyRL row describes."""
-    info, spec = extras.get("extra_info"), extras.get("reward_spec")
-    if not isinstance(info, Mapping) or not isinstance(spec, Mapping) or not isinstance(spec.get("ground_truth"), str):
-        raise DatasetError("a progress_sql row needs extra_info and reward_spec.ground_truth (progress-sql export)")
-    try:
-        return Example(
-            index=int(info.get("source_index", info.get("index", 0))),
-            question=str(info["question"]),
-            db_id=str(info["db_id"]),
-            db_path=str(info["db_path"]),
-            gold_sql=spec["ground_truth"],
-            evidence=str(info.get("evidence") or ""),
-            difficulty=str(info["difficulty"]) if info.get("difficulty") else None,
-        )
-    except KeyError as missing:
-        raise DatasetError(f"a progress_sql row's extra_info has no {missing}") from None
-
-
-def _metadata(info: TurnInfo) -> dict[str, Any]:
-    data = asdict(info)
-    breakdown = data.pop("reward")
-    data["tags"] = list(info.tags)
-    if breakdown is not None:
-        data["reward_total"] = breakdown["total"]
-        data["reward_components"] = dict(breakdown["components"])
-    return data
+    return env_config_from_mapping(given, source="progress_sql env_config"), step_rewards
 
 
 class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
@@ -127,14 +99,14 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         super().__init__()
         extras = extras or {}
         self.config, self.step_rewards = settings(env_config, extras, defaults)
-        self.example = example_from_extras(extras)
+        self.example = skyrl_example(extras)
         if not Path(self.example.db_path).is_file():
             raise DatasetError(
                 f"database not found: {self.example.db_path} (the row is unverified: put the database there "
                 "or export without it)"
             )
         self.max_turns = self.config.max_turns
-        self.env = SQLRefineEnv(self.config, pool=_thread_pool(), cache=_cache)
+        self.env = _env_for(self.config)
         self._reward_so_far = 0.0
         self._last: TurnInfo | None = None
 
@@ -176,13 +148,13 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
             observations=observations,
             reward=float(reward),
             done=done,
-            metadata=_metadata(result.info),
+            metadata=TurnRecord.from_step(result, action).to_dict(),
             postprocessed_action=None,
         )
 
     def _prefix_reward(self) -> float:
         context = RewardContext(self.example.gold_sql, progressive=self.config.progressive)
-        return float(get_reward(self.config.reward).fn(self.env.trajectory, context).total)
+        return float(get_reward(self.config.reward).score(self.env.trajectory, context).total)
 
     def get_metrics(self) -> dict[str, Any]:
         trajectory = self.env.trajectory

@@ -1,4 +1,5 @@
-"""TRL integration: multi-turn rollouts with ODT feedback through ``GRPOTrainer(rollout_func=...)``.
+"""TRL integration (the only module that imports TRL): multi-turn rollouts with ODT feedback through
+``GRPOTrainer(rollout_func=...)``, the trainer itself, and a reward function for exported TRL rows.
 
 TRL 1.16's ``rollout_func`` is the one TRL route that reproduces the paper exactly: each sampled
 completion is a whole trajectory (answer, feedback user turn, answer, ...), the feedback tokens are
@@ -7,25 +8,41 @@ match or after T turns. The environment scores the trajectory with the configure
 reward function per reward component returns that component, so TRL logs each one
 (``rewards/<component>/mean``) and their sum is the trajectory reward.
 
-TRL hands ``rollout_func`` the per-process prompts already repeated ``num_generations`` times;
-it returns one completion per prompt it receives.
+TRL hands ``rollout_func`` the per-process prompts already repeated ``num_generations`` times, and
+nothing else of the dataset rows; the trainer that :func:`grpo_trainer` builds keeps each row's
+:data:`EXAMPLE_ID` column where the rollout reads it, so the rollout finds its examples by id. It
+returns one completion per prompt it receives.
+
+:class:`ExportedRowReward` scores the rows of ``progress-sql export --format trl`` in TRL's
+single-turn loop (no ``rollout_func``): each completion, one answer, against its row's database and gold.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
-from progress_sql.errors import ConfigError
+from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.export.formats import example_fields, trl_example
+from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
-from progress_sql.rewards.baselines import RewardContext
-from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ConversationFormat
+from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.types import Example, Trajectory
+
+#: The dataset column that carries each prompt's example id: its position in ``TrlRollout.examples``.
+EXAMPLE_ID = "example_id"
+#: Where the trainer of :func:`grpo_trainer` keeps the example ids of the batch being rolled out.
+IDS_ATTRIBUTE = "rollout_example_ids"
+
+
+def _make_env(config: EnvConfig, pool: ExecutionPool, cache: GoldCache) -> SQLRefineEnv:
+    """The only place this adapter builds an environment."""
+    return SQLRefineEnv(config, pool=pool, cache=cache)
 
 
 class TokenGenerator(Protocol):
@@ -97,12 +114,15 @@ class VLLMGenerator:
 class TrlRollout:
     """The ``rollout_func``: one environment episode per received prompt.
 
-    ``examples`` maps each dataset prompt text to its example. Extra fields returned per completion
-    (forwarded by TRL to the reward functions): ``reward_components`` (name -> value), ``num_turns``,
-    ``k_star`` (0 when never correct), ``first_turn_f``, ``first_turn_match``, ``final_sql``.
+    ``examples`` are the training examples by id (the dataset's :data:`EXAMPLE_ID` column); the
+    prompt text, the model's first context, is the dataset's ``prompt``. The environment's own
+    opening messages are not used, so it renders no schema (``schema_profile`` none). Extra fields
+    returned per completion (forwarded by TRL to the reward functions): ``reward_components``
+    (name -> value), ``num_turns``, ``k_star`` (0 when never correct), ``first_turn_f``,
+    ``first_turn_match``, ``final_sql``.
     """
 
-    examples: Mapping[str, Example]
+    examples: Sequence[Example]
     tokenizer: Any
     format: ConversationFormat
     generator: TokenGenerator
@@ -112,6 +132,9 @@ class TrlRollout:
     #: Every trajectory of the last call (for tests and run reports).
     last_trajectories: list[Trajectory] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.env_config = replace(self.env_config, schema_profile="none")
+
     def _tokens(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -120,14 +143,27 @@ class TrlRollout:
         return str(self.tokenizer.decode([t for t in tokens if t not in special], skip_special_tokens=False))
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
+        """TRL's call: the examples are those of the ids the trainer kept (:func:`grpo_trainer`)."""
+        ids = getattr(trainer, IDS_ATTRIBUTE, None)
+        if ids is None or len(ids) != len(prompts):
+            raise ConfigError(
+                f"the trainer passed no {EXAMPLE_ID} per prompt: build it with grpo_trainer, from a dataset with "
+                f"an {EXAMPLE_ID} column"
+            )
+        unknown = [i for i in ids if not 0 <= i < len(self.examples)]
+        if unknown:
+            raise ConfigError(
+                f"rollout {EXAMPLE_ID} {unknown[0]} not in the training examples (0..{len(self.examples) - 1})"
+            )
+        return self.episodes(prompts, [self.examples[i] for i in ids], trainer)
+
+    def episodes(self, prompts: Sequence[str], examples: Sequence[Example], trainer: Any) -> dict[str, Any]:
+        """One episode per prompt text, about the example at the same position."""
         if self.pool is None:
             self.pool = ExecutionPool(workers=1)
-        unknown = [p for p in prompts if p not in self.examples]
-        if unknown:
-            raise ConfigError(f"rollout prompt not in the training examples: {unknown[0][:120]!r}")
-        envs = [SQLRefineEnv(self.env_config, pool=self.pool, cache=self.cache) for _ in prompts]
-        for env, prompt in zip(envs, prompts, strict=True):
-            env.reset(self.examples[prompt])
+        envs = [_make_env(self.env_config, self.pool, self.cache) for _ in prompts]
+        for env, example in zip(envs, examples, strict=True):
+            env.reset(example)
         prompt_ids = [self._tokens(prompt) for prompt in prompts]
         completion_ids: list[list[int]] = [[] for _ in prompts]
         env_mask: list[list[int]] = [[] for _ in prompts]
@@ -180,7 +216,7 @@ RewardFunc = Callable[..., list[float]]
 
 def component_names(reward: str) -> tuple[str, ...]:
     """The component names of a registered reward (scored on an empty trajectory)."""
-    breakdown = get_reward(reward).fn(Trajectory(()), RewardContext(""))
+    breakdown = get_reward(reward).score(Trajectory(()), RewardContext(""))
     return tuple(name for name, _ in breakdown.components)
 
 
@@ -243,3 +279,105 @@ def trainer_preset(name: str, gradient_accumulation_steps: int = 1) -> TrainerPr
         ),
     }  # fmt: skip
     return lookup(presets, name, "trainer preset")
+
+
+def rollout_dataset(prompts: Sequence[str]) -> Any:
+    """TRL's training dataset: each prompt text with its example id (its position in ``prompts``)."""
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": list(prompts), EXAMPLE_ID: list(range(len(prompts)))})
+
+
+def grpo_trainer(
+    model: Any,
+    tokenizer: Any,
+    rollout: Callable[[list[str], Any], dict[str, Any]],
+    prompts: Sequence[str],
+    *,
+    reward: str,
+    args: Mapping[str, Any],
+    on_log: Callable[[int, Mapping[str, Any]], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> Any:
+    """A ``GRPOTrainer`` over ``prompts`` (text; the rollout gets ``prompts[i]``'s id ``i``) with
+    ``GRPOConfig(**args)``, one reward function per component of ``reward``, and hooks called with
+    the step number on every log (with TRL's logs) and at the end of every optimizer step."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    class ExampleIdTrainer(GRPOTrainer):  # type: ignore[misc]  # trl is not type-checked
+        """Keeps the batch's example ids where the rollout function reads them (TRL 1.16 hands it
+        the prompts only; the rows are in this call, in the order the prompts go to the rollout)."""
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> Any:
+            setattr(self, IDS_ATTRIBUTE, [int(row[EXAMPLE_ID]) for row in inputs])
+            return super()._generate_and_score_completions(inputs)
+
+    class Hooks(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+            if on_log is not None and logs:
+                on_log(state.global_step, logs)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            if on_step is not None:
+                on_step(state.global_step)
+
+    return ExampleIdTrainer(
+        model=model,
+        reward_funcs=component_reward_funcs(reward),
+        args=GRPOConfig(**args),
+        train_dataset=rollout_dataset(prompts),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        callbacks=[Hooks()],
+    )
+
+
+#: The columns of an exported TRL row that describe its example.
+_EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "index"})
+
+
+class ExportedRowReward:
+    """A TRL reward function for the rows of ``progress-sql export --format trl``.
+
+    TRL calls it with the completions and, as keyword arguments, the rows' columns; each completion
+    is taken as the one answer to its row's question and scored as a one-turn trajectory by the
+    environment (SQL extracted, run on the row's database, compared with its gold, diagnosed by the
+    ODT) with ``config``'s reward. A row whose gold query fails scores 0. Named after the reward
+    (TRL logs ``rewards/<name>/mean``); ``close`` stops its execution worker.
+    """
+
+    def __init__(self, config: EnvConfig | None = None) -> None:
+        self.config = replace(config or EnvConfig(), max_turns=1, schema_profile="none")
+        self.__name__ = self.config.reward
+        self.cache = GoldCache()
+        self.pool: ExecutionPool | None = None
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
+        if self.pool is None:
+            self.pool = ExecutionPool(workers=1)
+        named = {key: values for key, values in columns.items() if key in _EXAMPLE_COLUMNS}
+        rewards = []
+        for position, completion in enumerate(completions):
+            example = trl_example({key: values[position] for key, values in named.items()})
+            env = _make_env(self.config, self.pool, self.cache)
+            try:
+                env.reset(example)
+            except GoldQueryError:  # nothing to compare with: no signal from this row
+                rewards.append(0.0)
+                continue
+            rewards.append(env.step(_text(completion)).reward)
+        return rewards
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+def _text(completion: Any) -> str:
+    """A completion's text: TRL gives conversational rows a list of messages (the answer is last)."""
+    if isinstance(completion, str):
+        return completion
+    return str(completion[-1]["content"]) if completion else ""

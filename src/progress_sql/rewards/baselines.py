@@ -12,24 +12,12 @@ so, and the environment never compares against a failed gold result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from sqlglot import exp
 
-from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.rewards.context import RewardContext
 from progress_sql.sql.lexical import jaccard, lexical_similarity
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import RewardBreakdown, Trajectory, Turn
-
-
-@dataclass(frozen=True, slots=True)
-class RewardContext:
-    """What a reward may know besides the trajectory: the gold SQL, the generation budget and the
-    progressive reward's weights."""
-
-    gold_sql: str
-    max_response_chars: int = 4096
-    progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
 
 
 def _final(trajectory: Trajectory) -> Turn | None:

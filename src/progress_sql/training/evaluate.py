@@ -16,8 +16,8 @@ from typing import Any
 
 from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.prompts import CompactFormat
 from progress_sql.sql.extract import extract
-from progress_sql.training.format import CompactFormat
 from progress_sql.types import Example, ExecResult
 
 _LIMITS = ExecLimits(timeout_s=2.0)

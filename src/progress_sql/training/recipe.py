@@ -26,9 +26,8 @@ from typing import Any
 from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.prompts import Message, initial_messages
+from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat, Message, opening_messages
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ChatTemplateFormat, CompactFormat, ConversationFormat
 from progress_sql.training.rl import RLResult, RLSettings, run_rl
 from progress_sql.types import Example
 
@@ -136,7 +135,7 @@ def evaluate(
 
 
 def _chat_messages(example: Example) -> list[Message]:
-    return initial_messages(db_details(example.db_path, "full"), example.question, example.evidence)
+    return opening_messages(example, db_details(example.db_path, "full"))
 
 
 def _chat_greedy(model: Any, tokenizer: Any, examples: Sequence[Example]) -> list[str]:
@@ -150,9 +149,10 @@ def _chat_greedy(model: Any, tokenizer: Any, examples: Sequence[Example]) -> lis
 
 def rl_prompts(
     model: Any, tokenizer: Any, fmt: CompactFormat, candidates: Sequence[Example], limit: int, seed: int
-) -> dict[str, Example]:
-    """Prompts for RL: the ones greedy decoding gets wrong first (they carry reward variance), then
-    others, deduplicated by prompt text (TRL passes only the text to the rollout function)."""
+) -> list[tuple[str, Example]]:
+    """Prompts for RL with their examples: the ones greedy decoding gets wrong first (they carry
+    reward variance), then others; one example per prompt text (two golds behind one prompt would
+    reward contradicting answers)."""
     import random
 
     from progress_sql.training.evaluate import execution_accuracy, greedy_sql
@@ -170,7 +170,7 @@ def rl_prompts(
         prompts.setdefault(fmt.prompt(example.db_id, example.question), example)
         if len(prompts) >= limit:
             break
-    return prompts
+    return list(prompts.items())
 
 
 def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
@@ -300,7 +300,10 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         "heldout": len(held_out["heldout"]),
     }
     result = RunResult(config, data_sizes=sizes)
-    prompts = {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}
+    # one example per prompt text, as in rl_prompts
+    prompts = list(
+        {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items()
+    )
     advance = phase("EX before RL", 1)
     result.before = evaluate(model, tokenizer, fmt, held_out)
     advance(1)

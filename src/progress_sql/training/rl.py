@@ -1,4 +1,5 @@
-"""The RL phase of ``progress-sql train``: multi-turn GRPO / GSPO through TRL with our environment.
+"""The RL phase of ``progress-sql train``: multi-turn GRPO / GSPO with our environment, through
+TRL (:mod:`progress_sql.integrations.trl` builds the trainer).
 
 Per step, ``metrics.jsonl`` gets TRL's own logs (reward and each component, reward std, the share of
 groups with zero reward variance, completion length, clip ratios, loss) merged with trajectory
@@ -9,14 +10,14 @@ first-turn F and EX). Checkpoints go to ``<out>/checkpoints``; a rerun resumes f
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from progress_sql.env.core import EnvConfig
+from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import (
@@ -24,17 +25,21 @@ from progress_sql.integrations.trl import (
     TokenGenerator,
     TrlRollout,
     VLLMGenerator,
-    component_reward_funcs,
+    grpo_trainer,
     trainer_preset,
 )
+from progress_sql.prompts import ConversationFormat
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.format import ConversationFormat
 from progress_sql.types import Example
+
+#: The environment settings that :class:`RLSettings` sets under its own names.
+_OWN_ENV_FIELDS = {"max_turns": "turns", "reward": "reward", "timeout_s": "timeout_s"}
 
 
 @dataclass(frozen=True, slots=True)
 class RLSettings:
-    """The RL phase's knobs; defaults are the CPU default run's (docs/training.md)."""
+    """The RL phase's knobs; defaults are the CPU default run's. ``env`` holds any further
+    :class:`EnvConfig` field of the rollouts' environment (``feedback``, ``preset``, ``progressive``, ...)."""
 
     preset: str = "grpo"
     reward: str = "progressive"
@@ -52,6 +57,7 @@ class RLSettings:
     #: Generate with vLLM inside TRL (a GPU and the vllm package): ``colocate`` or ``server``; None: the
     #: trainer's own model.
     vllm_mode: str | None = None
+    env: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.turns < 1:
@@ -62,9 +68,19 @@ class RLSettings:
         trainer_preset(self.preset)
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
+        self.env_config()
+
+    def env_config(self) -> EnvConfig:
+        """The rollouts' environment: ``env`` with the turn budget, reward and timeout of these settings."""
+        clash = sorted(key for key in self.env if key in _OWN_ENV_FIELDS)
+        if clash:
+            own = ", ".join(_OWN_ENV_FIELDS[key] for key in clash)
+            raise ConfigError(f"RLSettings.env sets {', '.join(clash)}: give them as RLSettings {own}")
+        own_values = {"max_turns": self.turns, "reward": self.reward, "timeout_s": self.timeout_s}
+        return env_config_from_mapping({**self.env, **own_values}, source="RLSettings.env")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RLResult:
     steps: int
     seconds: float
@@ -93,22 +109,24 @@ class _TrajectoryStats:
         return output
 
 
-def _metrics_callback(path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]) -> Any:
-    from transformers import TrainerCallback
+def _metrics_sink(
+    path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]
+) -> Callable[[int, Mapping[str, Any]], None]:
+    """Appends each optimizer step's log (TRL's numbers and the pending trajectory statistics) to
+    ``sink`` and to ``path``."""
 
-    class MetricsCallback(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
-            if not logs or "loss" not in logs:
-                return
-            record = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}}
-            if stats.pending:
-                record.update(stats.pending)
-                stats.pending = {}
-            sink.append(record)
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+    def log(step: int, logs: Mapping[str, Any]) -> None:
+        if "loss" not in logs:
+            return
+        record = {"step": step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}}
+        if stats.pending:
+            record.update(stats.pending)
+            stats.pending = {}
+        sink.append(record)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
 
-    return MetricsCallback()
+    return log
 
 
 def last_checkpoint(folder: Path) -> Path | None:
@@ -123,19 +141,15 @@ def run_rl(
     model: Any,
     tokenizer: Any,
     fmt: ConversationFormat,
-    prompts: dict[str, Example],
+    prompts: Sequence[tuple[str, Example]],
     settings: RLSettings,
     out: Path,
     pool: ExecutionPool,
     *,
     on_step: Callable[[int], None] | None = None,
 ) -> RLResult:
-    """Train ``model`` in place with multi-turn rollouts on ``prompts`` (prompt text -> example)."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from datasets import Dataset
-    from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
+    """Train ``model`` in place with multi-turn rollouts on ``prompts`` (the prompt text the model
+    sees, and the example it asks about)."""
     if not prompts:
         raise ConfigError("RL needs at least one training prompt")
     out.mkdir(parents=True, exist_ok=True)
@@ -143,70 +157,41 @@ def run_rl(
     accumulation = int(preset.pop("gradient_accumulation_steps", 1))
     preset["num_generations"] = settings.generations
     preset["temperature"] = settings.temperature
-    args = GRPOConfig(
-        output_dir=str(out / "checkpoints"),
-        use_cpu=settings.use_cpu,
-        per_device_train_batch_size=settings.prompts_per_step * settings.generations,
-        gradient_accumulation_steps=accumulation,
-        max_steps=settings.steps,
-        max_completion_length=settings.turns * (settings.max_new_tokens + 40),
-        learning_rate=settings.learning_rate,
-        lr_scheduler_type="constant",
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=settings.save_steps,
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        seed=settings.seed,
-        use_vllm=settings.vllm_mode is not None,
+    args = {
+        "output_dir": str(out / "checkpoints"),
+        "use_cpu": settings.use_cpu,
+        "per_device_train_batch_size": settings.prompts_per_step * settings.generations,
+        "gradient_accumulation_steps": accumulation,
+        "max_steps": settings.steps,
+        "max_completion_length": settings.turns * (settings.max_new_tokens + 40),
+        "learning_rate": settings.learning_rate,
+        "lr_scheduler_type": "constant",
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": settings.save_steps,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "seed": settings.seed,
+        "use_vllm": settings.vllm_mode is not None,
         **({"vllm_mode": settings.vllm_mode} if settings.vllm_mode else {}),
         **preset,
-    )
+    }
     generator: TokenGenerator = (
         VLLMGenerator(tokenizer.eos_token_id)
         if settings.vllm_mode
         else ModelGenerator(tokenizer, settings.max_new_tokens, settings.temperature)
     )
+    examples = [example for _, example in prompts]
     stats = _TrajectoryStats(
-        TrlRollout(
-            prompts,
-            tokenizer,
-            fmt,
-            generator,
-            env_config=EnvConfig(max_turns=settings.turns, reward=settings.reward, timeout_s=settings.timeout_s,
-                                 schema_profile="none"),
-            pool=pool,
-        )
-    )  # fmt: skip
-    metrics: list[dict[str, Any]] = []
-
-    class StepCallback(TrainerCallback):  # type: ignore[misc]
-        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-            if on_step is not None:
-                on_step(state.global_step)
-
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=component_reward_funcs(settings.reward),
-        args=args,
-        train_dataset=Dataset.from_dict({"prompt": list(prompts)}),
-        processing_class=tokenizer,
-        rollout_func=stats,
-        callbacks=[_metrics_callback(out / "metrics.jsonl", stats, metrics), StepCallback()],
+        TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool)
     )
+    metrics: list[dict[str, Any]] = []
+    trainer = grpo_trainer(
+        model, tokenizer, stats, [text for text, _ in prompts], reward=settings.reward, args=args,
+        on_log=_metrics_sink(out / "metrics.jsonl", stats, metrics), on_step=on_step,
+    )  # fmt: skip
     resume = last_checkpoint(out / "checkpoints")
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None)
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The per-step records of a run folder's metrics.jsonl (empty when absent)."""
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def sequence_of(values: Sequence[dict[str, Any]], key: str) -> list[float]:
-    return [float(v[key]) for v in values if key in v]

@@ -11,7 +11,7 @@ are tokenized separately, and ``eos`` follows every answer, exactly as the RL ro
 generated and environment tokens.
 
 >>> from progress_sql.data.embedded import real_questions
->>> from progress_sql.training.format import CompactFormat
+>>> from progress_sql.prompts import CompactFormat
 >>> example = sft_examples(real_questions()[:1], CompactFormat(), seed=0, two_turn_share=1.0)[0]
 >>> example.turns, "\\nF: " in example.text("<eos>")
 (2, True)
@@ -32,7 +32,7 @@ from progress_sql.data.schema import Schema, read_schema
 from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.odt import GoldReference, diagnose, prepare_gold
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.training.templates import folded_sql
 from progress_sql.types import Example, ExecResult
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from progress_sql.odt import CATALOGUE
-from progress_sql.training.format import CompactFormat
+from progress_sql.prompts import CompactFormat
 from progress_sql.types import Example
 
 #: Pre-token pattern: an identifier, a number, a run of other symbols (each with an optional leading

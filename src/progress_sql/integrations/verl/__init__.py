@@ -2,20 +2,23 @@
 
 * :mod:`.agent_loop` — ``ProgressSQLAgentLoop``, the multi-turn refinement loop as a verl agent loop
   (imports verl; registered by ``agent_loops.yaml`` beside this file, see :data:`AGENT_LOOPS_YAML`);
-* :mod:`.reward` — ``compute_score`` for ``reward.custom_reward_function`` (no verl import);
-* :mod:`.rows` — ``verl_row``, the parquet row of one example (no verl import).
+* :mod:`.reward` — ``compute_score`` for ``reward.custom_reward_function`` (no verl import).
 
-Recipes: ``recipes/verl/`` and docs/training.md.
+The parquet rows are ``progress-sql export --format verl``'s (:func:`progress_sql.export.formats.verl_row`);
+:func:`~progress_sql.export.formats.verl_example` reads a row's example back. Recipes:
+``recipes/verl/`` and docs/training.md.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from progress_sql.export.formats import VERL_AGENT_NAME, verl_example, verl_row
 from progress_sql.integrations.verl.reward import TURNS_KEY, compute_score
-from progress_sql.integrations.verl.rows import AGENT_NAME, example_from_row, verl_row
 
+#: The ``agent_name`` of every row; ``agent_loops.yaml`` registers the loop under this name.
+AGENT_NAME = VERL_AGENT_NAME
 #: The agent-loop registry file for ``actor_rollout_ref.rollout.agent.agent_loop_config_path``.
 AGENT_LOOPS_YAML = Path(__file__).with_name("agent_loops.yaml")
 
-__all__ = ["AGENT_LOOPS_YAML", "AGENT_NAME", "TURNS_KEY", "compute_score", "example_from_row", "verl_row"]
+__all__ = ["AGENT_LOOPS_YAML", "AGENT_NAME", "TURNS_KEY", "compute_score", "verl_example", "verl_row"]

@@ -4,8 +4,10 @@ For each dataset row the loop builds the prompt tokens from the row's chat messa
 most T turns: generates one answer, extracts and executes its SQL and diagnoses it with the ODT
 (``SQLRefineEnv.step``), stops when the result matches the gold, and otherwise appends the ODT
 feedback as a user message whose tokens get response mask 0 (only the model's own tokens are
-trained). The per-turn record (SQL, execution status, match, alignment F, ...) goes into
-``extra_fields[TURNS_KEY]``; verl hands it to ``compute_score`` (:mod:`.reward`) in ``extra_info``.
+trained). The per-turn record (:class:`~progress_sql.env.records.TurnRecord`: SQL, execution status,
+match, alignment F, ...) goes into ``extra_fields[TURNS_KEY]``, its last turn carrying the trajectory
+reward, computed here once; verl hands it to ``compute_score`` (:mod:`.reward`) in ``extra_info``,
+which reads it. The prompt is the row's own (``raw_prompt``): the environment renders none.
 
 Environment work (gold preparation, SQL execution, ODT) runs on a thread executor shared by the
 loops of a worker process, and every query runs in the shared isolated :class:`ExecutionPool`,
@@ -13,34 +15,42 @@ whose workers serve concurrent callers: one slow query occupies one worker and n
 event loop or the other trajectories.
 
 Registered through ``agent_loops.yaml`` (``actor_rollout_ref.rollout.agent.agent_loop_config_path``)
-under :data:`AGENT_NAME`; extra keys there arrive as constructor arguments.
+under :data:`AGENT_NAME`; extra keys there arrive as constructor arguments: ``execution_workers`` and
+``env_threads`` size the shared resources, every other key is an :class:`EnvConfig` field
+(:func:`~progress_sql.env.settings.env_config_from_mapping`; an unknown key is a ConfigError).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 from verl.utils.profiler import simple_timer
 
-from progress_sql.env.core import EnvConfig, FeedbackLevel, SQLRefineEnv
-from progress_sql.errors import GoldQueryError
+from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.records import TurnRecord
+from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
+from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, TURNS_KEY, turn_record
-from progress_sql.integrations.verl.rows import example_from_row
+from progress_sql.export.formats import verl_example
+from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, TURNS_KEY
+from progress_sql.rewards.registry import RewardContext, get_reward
 
 T = TypeVar("T")
 
 #: ``extra_fields`` key saying why the episode ended: match, max_turns, response_length or gold_invalid
 #: (the row's gold query fails or times out: the model answers once, unexecuted, and scores 0).
 STOP_KEY = "progress_sql_stop"
+#: Constructor arguments that verl itself passes (``AgentLoopBase``'s, and hydra's ``tools`` and ``name``).
+_VERL_ARGS = frozenset(inspect.signature(AgentLoopBase.__init__).parameters) - {"self", "kwargs"} | {"tools", "name"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,33 +85,51 @@ def env_resources(execution_workers: int | None = None, env_threads: int | None 
         return shared
 
 
+def loop_env_config(settings: dict[str, Any]) -> EnvConfig:
+    """The environment settings of the loop (``agent_loops.yaml`` keys); the prompt comes from the row,
+    so the environment renders no schema (``schema_profile`` none)."""
+    return replace(env_config_from_mapping(settings, source="agent_loops.yaml"), schema_profile="none")
+
+
 class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not type-checked
     """One Progress-SQL episode per ``run``; construct it inside the running event loop (verl does)."""
 
     def __init__(
-        self,
-        *args: Any,
-        max_turns: int = 4,
-        preset: str = "strict",
-        feedback: FeedbackLevel = "tags",
-        timeout_s: float = 10.0,
-        execution_workers: int | None = None,
-        env_threads: int | None = None,
-        **kwargs: Any,
+        self, *args: Any, execution_workers: int | None = None, env_threads: int | None = None, **kwargs: Any
     ) -> None:
+        settings = {key: kwargs.pop(key) for key in list(kwargs) if key in ENV_FIELDS}
+        unknown = sorted(set(kwargs) - _VERL_ARGS)
+        if unknown:
+            raise ConfigError(
+                f"unknown agent_loops.yaml keys: {', '.join(unknown)} (execution_workers, env_threads or an "
+                f"EnvConfig field: {', '.join(ENV_FIELDS)})"
+            )
         super().__init__(*args, **kwargs)
-        self.env_config = EnvConfig(max_turns=max_turns, preset=preset, feedback=feedback, timeout_s=timeout_s)
+        self.env_config = loop_env_config(settings)
         self.resources = env_resources(execution_workers, env_threads)
         self.response_length = int(self.rollout_config.response_length)
+
+    def _env(self) -> SQLRefineEnv:
+        """The only place the loop builds an environment (the process's shared pool and gold cache)."""
+        return SQLRefineEnv(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         result: T = await self.loop.run_in_executor(self.resources.threads, fn, *args)
         return result
 
+    def _with_reward(self, records: list[TurnRecord], env: SQLRefineEnv, gold_sql: str) -> list[TurnRecord]:
+        """``records`` with the trajectory reward on the last turn: the environment's when the episode
+        ended there, else (the response budget ran out first) the trajectory so far, scored once here."""
+        if not records or records[-1].reward is not None:
+            return records
+        context = RewardContext(gold_sql, progressive=self.env_config.progressive)
+        breakdown = get_reward(self.env_config.reward).score(env.trajectory, context)
+        return [*records[:-1], replace(records[-1], reward=breakdown)]
+
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages: list[dict[str, Any]] = [dict(m) for m in kwargs["raw_prompt"]]
-        example = example_from_row(kwargs.get("extra_info") or {}, kwargs.get("reward_model") or {})
-        env = SQLRefineEnv(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
+        example = verl_example(kwargs)
+        env = self._env()
         metrics: dict[str, Any] = {}
         gold_error: str | None = None
         with simple_timer("tool_calls", metrics):
@@ -114,7 +142,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         mask: list[int] = []
         want_logprobs = bool(sampling_params.get("logprobs"))
         logprobs: list[float] | None = [] if want_logprobs else None
-        records: list[dict[str, Any]] = []
+        records: list[TurnRecord] = []
         request_id = uuid4().hex
         stop = "max_turns"
         answers = feedback_turns = 0
@@ -144,7 +172,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                 break
             with simple_timer("tool_calls", metrics):
                 step = await self._off_loop(env.step, text)
-            records.append(turn_record(step.info, text))
+            records.append(TurnRecord.from_step(step, text))
             if step.terminated or step.truncated:
                 stop = "match" if step.terminated else "max_turns"
                 break
@@ -154,6 +182,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, runtime_ids, mask, logprobs)
             runtime_ids = merged.token_ids
             feedback_turns += 1
+        records = self._with_reward(records, env, example.gold_sql)
         response_ids = runtime_ids[len(runtime_ids) - len(mask) :]
         prompt_ids = runtime_ids[: len(runtime_ids) - len(mask)]
         limit = self.response_length
@@ -165,7 +194,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             num_turns=1 + answers + feedback_turns,  # verl counts every message, the prompt as one
             metrics=metrics,
             extra_fields={
-                TURNS_KEY: records,
+                TURNS_KEY: [record.to_dict() for record in records],
                 STOP_KEY: stop,
                 GOLD_ERROR_KEY: gold_error or "",
                 "turn_scores": [],

@@ -1,16 +1,20 @@
-"""verl's ``compute_score``: the trajectory reward from the agent loop's per-turn record.
+"""verl's ``compute_score``: the trajectory reward that the agent loop computed, read from its record.
 
 verl 0.9.1's reward loop calls ``compute_score(data_source=, solution_str=, ground_truth=,
 extra_info=, **reward_kwargs)`` once per trajectory, with the agent loop's ``extra_fields`` merged
 into ``extra_info``. The loop leaves its per-turn record there (:data:`TURNS_KEY`, one
-:func:`turn_record` per model turn), so the reward is computed from what the environment observed,
-never by re-parsing the decoded response (which also holds the feedback turns). Without a record (a
-row run by another agent loop, or a validation set scored single-turn) ``solution_str`` is scored
-as a one-turn trajectory: extracted, executed and diagnosed by the same environment.
+:class:`~progress_sql.env.records.TurnRecord` dict per model turn), whose last turn carries the
+trajectory reward the loop's environment computed: ``compute_score`` only reads it. It scores the
+record again only when that reward was computed with other settings than ``reward_kwargs`` ask for
+(its version or weights differ), and never re-parses the decoded response (which also holds the
+feedback turns). Without a record (a row run by another agent loop, or a validation set scored
+single-turn) ``solution_str`` is scored as a one-turn trajectory: extracted, executed and diagnosed
+by the same environment.
 
 ``reward_kwargs`` (``reward.custom_reward_function.reward_kwargs`` in verl's config) choose the
 reward (``reward``, default ``progressive``) and set the progressive reward's weights by their
-:class:`ProgressiveConfig` names (``gamma``, ``omega_acc``, ...).
+:class:`ProgressiveConfig` names (``gamma``, ``omega_acc``, ...); the agent loop's environment
+settings (``agent_loops.yaml``) should name the same ones.
 
 >>> record = {"turn": 1, "sql": "SELECT 1", "format_ok": True, "exec_status": "ok", "match": True,
 ...           "verdict": "match", "f": 0.9, "f_struct": 0.9, "f_lex": 0.9, "tags": [], "response": "..."}
@@ -28,14 +32,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
+from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.verl.rows import example_from_row
-from progress_sql.rewards.baselines import RewardContext
+from progress_sql.export.formats import verl_example
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.rewards.registry import get_reward
+from progress_sql.rewards.registry import RewardContext, RewardSpec, get_reward
 from progress_sql.types import RewardBreakdown, Trajectory, Turn
 
 #: The ``extra_fields`` / ``extra_info`` key of the per-turn record.
@@ -45,40 +49,6 @@ GOLD_ERROR_KEY = "progress_sql_gold_error"
 #: Keyword arguments verl itself may add to the call (reward-model routing); not ours to check.
 _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _WEIGHTS = frozenset(f.name for f in fields(ProgressiveConfig))
-
-
-def turn_record(info: TurnInfo, response: str) -> dict[str, Any]:
-    """What the reward needs of one turn, as plain values (verl ships it between Ray processes)."""
-    return {
-        "turn": info.turn,
-        "sql": info.sql,
-        "format_ok": info.format_ok,
-        "exec_status": info.exec_status,
-        "match": info.match,
-        "verdict": info.verdict,
-        "f": info.f,
-        "f_struct": info.f_struct,
-        "f_lex": info.f_lex,
-        "tags": list(info.tags),
-        "response": response,
-    }
-
-
-def trajectory_from_records(records: Sequence[Mapping[str, Any]]) -> Trajectory:
-    """The :class:`Trajectory` the reward scores, from :func:`turn_record` dicts."""
-    return Trajectory(
-        tuple(
-            Turn(
-                sql=record["sql"],
-                format_ok=bool(record["format_ok"]),
-                executable=record["exec_status"] == "ok",
-                match=bool(record["match"]),
-                f=float(record["f"]),
-                response=str(record.get("response", "")),
-            )
-            for record in records
-        )
-    )
 
 
 def reward_settings(kwargs: Mapping[str, Any]) -> tuple[str, ProgressiveConfig]:
@@ -93,11 +63,6 @@ def reward_settings(kwargs: Mapping[str, Any]) -> tuple[str, ProgressiveConfig]:
     get_reward(name)
     weights = {key: kwargs[key] for key in _WEIGHTS if key in kwargs}
     return name, ProgressiveConfig(**weights)
-
-
-def score_trajectory(trajectory: Trajectory, gold_sql: str, reward: str, weights: ProgressiveConfig) -> RewardBreakdown:
-    """The registered reward ``reward`` of a trajectory (the one implementation the environment uses too)."""
-    return get_reward(reward).fn(trajectory, RewardContext(gold_sql, progressive=weights))
 
 
 #: A one-turn trajectory without an answer: its reward's component names, for the all-zero result.
@@ -119,14 +84,26 @@ class _Shared:
             return cls.pool
 
 
+def _fallback_env(config: EnvConfig) -> SQLRefineEnv:
+    """The only place the reward function builds an environment (the process's shared resources)."""
+    return SQLRefineEnv(config, pool=_Shared.get_pool(), cache=_Shared.cache)
+
+
 def _single_turn(
     solution_str: str, ground_truth: str, extra_info: Mapping[str, Any], reward: str, weights: ProgressiveConfig
-) -> list[dict[str, Any]]:
-    example = example_from_row(extra_info, {"ground_truth": ground_truth})
-    config = replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights)
-    env = SQLRefineEnv(config, pool=_Shared.get_pool(), cache=_Shared.cache)
-    env.reset(example)
-    return [turn_record(env.step(solution_str).info, solution_str)]
+) -> list[TurnRecord]:
+    example = verl_example({"extra_info": extra_info, "reward_model": {"ground_truth": ground_truth}})
+    env = _fallback_env(replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none"))
+    env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
+    return [TurnRecord.from_step(env.step(solution_str), solution_str)]
+
+
+def _reward(records: Sequence[TurnRecord], spec: RewardSpec, context: RewardContext) -> RewardBreakdown:
+    """The reward the loop carried on its last turn when it was computed as asked, else the record scored."""
+    carried = records[-1].reward if records else None
+    if carried is not None and (carried.version, carried.config_hash) == spec.identity(context):
+        return carried
+    return spec.score(trajectory_of(records), context)
 
 
 def compute_score(
@@ -138,24 +115,25 @@ def compute_score(
 ) -> dict[str, Any]:
     """``{"score": total, <component>: value, ..., "num_turns", "k_star" (0: never), "first_turn_f",
     "from_record" (1: the loop's record, 0: single-turn fallback), "gold_invalid" (1: the gold query
-    failed or timed out, every value 0)}``; verl logs every key."""
+    failed or timed out, every value 0)}``; verl passes every key on as ``reward_extra_info``."""
     reward, weights = reward_settings(kwargs)
+    spec, context = get_reward(reward), RewardContext(ground_truth, progressive=weights)
     info = extra_info or {}
-    recorded: Sequence[Mapping[str, Any]] | None = info.get(TURNS_KEY)
-    from_record = recorded is not None and len(recorded) > 0
+    recorded: Sequence[Mapping[str, Any]] = info.get(TURNS_KEY) or ()
+    records = [TurnRecord.from_dict(record) for record in recorded]
+    from_record = len(records) > 0
     gold_error = str(info.get(GOLD_ERROR_KEY) or "")
     if not from_record and not gold_error:
         try:
-            recorded = _single_turn(solution_str, ground_truth, info, reward, weights)
+            records = _single_turn(solution_str, ground_truth, info, reward, weights)
         except GoldQueryError as error:
             gold_error = str(error)
     if gold_error:  # every key present, all zero: GRPO sees no signal from the row, and logs count it
-        breakdown = score_trajectory(_NO_ANSWER, ground_truth, reward, weights)
-        zeros = {name: 0.0 for name, _ in breakdown.components}
+        zeros = {name: 0.0 for name, _ in spec.score(_NO_ANSWER, context).components}
         return {"score": 0.0, **zeros, "num_turns": 0, "k_star": 0, "first_turn_f": 0.0,
                 "from_record": int(from_record), "gold_invalid": 1}  # fmt: skip
-    trajectory = trajectory_from_records(list(recorded or ()))
-    breakdown = score_trajectory(trajectory, ground_truth, reward, weights)
+    breakdown = _reward(records, spec, context)
+    trajectory = trajectory_of(records)
     return {
         "score": breakdown.total,
         **dict(breakdown.components),

@@ -1,0 +1,65 @@
+"""``env_config_from_mapping``: an :class:`EnvConfig` from plain values, the one way every trainer
+adapter reads its environment settings (verl's agent-loop yaml, SkyRL's ``env_config``, the TRL
+recipe's settings).
+
+Every :class:`EnvConfig` field is accepted under its own name; the nested configs are mappings of
+their own fields (``progressive: {gamma: 0.8}``, ``odt: {alpha: 0.6, weights: {select: 0.3}}``).
+An unknown name is a :class:`ConfigError` that lists the known ones.
+
+>>> config = env_config_from_mapping({"max_turns": 2, "progressive": {"gamma": 0.8}})
+>>> config.max_turns, config.progressive.gamma, config.reward
+(2, 0.8, 'progressive')
+>>> env_config_from_mapping({"turns": 2}, source="progress_sql env_config")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+progress_sql.errors.ConfigError: unknown progress_sql env_config keys: turns (EnvConfig fields: max_turns, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import Any
+
+from progress_sql.env.core import EnvConfig
+from progress_sql.errors import ConfigError
+from progress_sql.odt import OdtConfig
+from progress_sql.odt.config import FeatureWeights
+from progress_sql.rewards.progressive import ProgressiveConfig
+
+#: Every field of :class:`EnvConfig`, in declaration order.
+ENV_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EnvConfig))
+
+
+def _nested(kind: type[Any], value: Any, name: str, inner: Mapping[str, Callable[[Any], Any]] | None = None) -> Any:
+    """``value`` as a ``kind`` (a mapping of its fields, or already one); ``inner`` converts fields."""
+    if isinstance(value, kind) or not isinstance(value, Mapping):
+        return value
+    given = {key: (inner or {}).get(key, lambda v: v)(item) for key, item in value.items()}
+    known = [f.name for f in fields(kind)]
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown {name} keys: {', '.join(unknown)} ({kind.__name__} fields: {', '.join(known)})")
+    return kind(**given)
+
+
+def _odt(value: Any) -> Any:
+    return _nested(OdtConfig, value, "odt", {"weights": lambda w: _nested(FeatureWeights, w, "odt.weights")})
+
+
+def env_config_from_mapping(values: Mapping[str, Any], *, source: str = "EnvConfig") -> EnvConfig:
+    """The :class:`EnvConfig` that ``values`` describe (see the module docstring); ``source`` names
+    where they came from in the error."""
+    unknown = [key for key in values if key not in ENV_FIELDS]
+    if unknown:
+        raise ConfigError(
+            f"unknown {source} keys: {', '.join(sorted(unknown))} (EnvConfig fields: {', '.join(ENV_FIELDS)})"
+        )
+    given = dict(values)
+    if "progressive" in given:
+        given["progressive"] = _nested(ProgressiveConfig, given["progressive"], "progressive")
+    if "odt" in given:
+        given["odt"] = _odt(given["odt"])
+    if isinstance(given.get("preset_options"), Mapping):
+        given["preset_options"] = dict(given["preset_options"])
+    return EnvConfig(**given)
