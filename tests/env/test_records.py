@@ -39,7 +39,7 @@ def test_records_of_an_episode_round_trip_and_score_like_the_environment(lenses_
     rounded = records[0].to_dict(digits=2)
     assert rounded["f"] == round(records[0].f, 2)
     assert rounded["tags"] == list(records[0].tags)
-    assert records[-1].to_dict()["reward"]["version"] == "progressive-v1"
+    assert records[-1].to_dict()["reward"]["version"] == "progressive-v2"
 
 
 def test_a_minimal_record_reads_with_empty_defaults() -> None:

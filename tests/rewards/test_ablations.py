@@ -50,7 +50,7 @@ def test_no_late_removes_the_decay() -> None:
 def test_the_paper_formula_arm() -> None:
     config = get_ablation("paper-formula").apply()
     assert config.formula == "paper"
-    assert progressive_reward(TRAJECTORY, config).reward == "progressive-paper-v1"
+    assert progressive_reward(TRAJECTORY, config).version == "progressive-paper-v1"
 
 
 def test_an_arm_applies_to_a_base_config_and_keeps_its_other_settings() -> None:

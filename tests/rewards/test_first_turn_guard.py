@@ -52,10 +52,10 @@ def test_the_registered_paper_reward_is_the_unguarded_formula() -> None:
     context = RewardContext("SELECT 1")
     paper = get_reward("progressive-paper").fn(trajectory, context)
     assert paper.total == pytest.approx(2.484)
-    assert paper.reward == "progressive-paper-v1"
+    assert paper.version == "progressive-paper-v1"
     default = get_reward("progressive").fn(trajectory, context)
     assert default.total == pytest.approx(1.9)
-    assert default.reward == "progressive-v2"
+    assert default.version == "progressive-v2"
 
 
 def test_what_counts_as_an_attempt() -> None:
@@ -186,4 +186,4 @@ def test_an_honest_start_scores_as_the_paper_formula(
     guarded = progressive_reward(trajectory, config)
     paper = progressive_reward(trajectory, replace(config, formula="paper"))
     assert guarded.components == paper.components
-    assert guarded.reward != paper.reward
+    assert guarded.version != paper.version

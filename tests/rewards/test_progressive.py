@@ -98,7 +98,7 @@ def test_the_reward_records_its_config() -> None:
     assert result.config_hash == ProgressiveConfig().config_hash
     assert ProgressiveConfig(gamma=0.9).config_hash != result.config_hash
     paper = progressive_reward(Trajectory((turn(),)), ProgressiveConfig(formula="paper"))
-    assert paper.reward == "progressive-paper-v1"
+    assert paper.version == "progressive-paper-v1"
     assert paper.config_hash != result.config_hash
     assert ProgressiveConfig(disabled=frozenset({"exec"})).config_hash != result.config_hash
 

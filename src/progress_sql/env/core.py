@@ -74,7 +74,7 @@ class EnvConfig:
     @property
     def value_range(self) -> tuple[float, float]:
         """The declared range of the episode reward."""
-        return reward_range(self.progressive) if self.reward == "progressive" else get_reward(self.reward).value_range
+        return reward_range(self.progressive) if self.reward in ("progressive", "progressive-paper") else get_reward(self.reward).value_range
 
 
 @dataclass(frozen=True, slots=True)
