@@ -13,7 +13,7 @@ from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.audit.sqlinfo import ColumnInfo, Tables, quote_identifier
 from progress_sql.data.schema import Schema, connect_readonly, table_names
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.odt.normalize import resolve_double_quoted
+from progress_sql.sql.normalize import resolve_double_quoted
 from progress_sql.sql.parse import parse_sql
 from progress_sql.types import Example, ExecResult
 

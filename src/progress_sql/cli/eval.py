@@ -33,11 +33,13 @@ from progress_sql.evaluation.report import render_report, write_plots
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import PRESETS, describe, get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.prompts import initial_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.sql.extract import extract
+from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Example
 
 #: Conversations sent to a backend per call (progress is reported between calls).
@@ -159,14 +161,13 @@ def eval_command(
                 fail(f"generation failed: {type(error).__name__}: {error}")
         total = present * (1 + n)
         job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
+        store = GoldStore(
+            chosen, pool=pool, limits=limits, cache=cache, suite=None if suite is None else suite_lookup(suite)
+        )
         records = evaluate(
             examples,
             [items or [Sample(None)] for items in sample_lists],
-            chosen,
-            pool,
-            limits=limits,
-            cache=cache,
-            suite=suite,
+            store,
             breakdown=spec.breakdown,
             progress=lambda k: bar.advance(job, k),
         )
