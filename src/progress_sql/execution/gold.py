@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Generic, TypeVar
 
 from progress_sql.data.ddl import SchemaProfile, db_details
@@ -37,7 +38,7 @@ from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Example, ExecResult, Verdict
 
-SuiteLookup = Callable[[Example], "Sequence[str] | None"]
+SuiteLookup = Callable[[Example], Sequence[str] | None]
 """The suite database paths of an example's gold: empty when the suite covers its database but
 assigns this gold no file (the suite is then the original database alone), None when the suite has
 nothing for its database. ``progress_sql.testsuite.manifest.suite_lookup(folder)`` builds one."""
@@ -191,7 +192,7 @@ class GoldStore:
         the pool (``progress`` advances once per execution)."""
         todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
         for example, results in zip(todo, self.gold_results(todo, progress), strict=True):
-            self._golds.get(_gold_key(example), lambda e=example, r=results: self._build(e, r))  # type: ignore[misc]
+            self._golds.get(_gold_key(example), partial(self._build, example, results))
         return [self.prepare(example) for example in examples]
 
     def require(self, example: Example) -> PreparedGold:
