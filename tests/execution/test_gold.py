@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import build_database
 
 from progress_sql.data.schema import read_schema
-from progress_sql.errors import GoldQueryError
+from progress_sql.errors import DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -125,6 +125,15 @@ def test_failing_gold_is_a_value_and_require_raises(lenses_db: Path, pool: Execu
         store.require(bad)
     capped = GoldStore(get_preset("strict"), pool=pool, limits=ExecLimits(max_rows=2))
     assert capped.prepare(example(lenses_db, "SELECT * FROM suppliers")).error == "the gold query exceeds the row cap"
+
+
+def test_a_missing_database_is_a_dataset_error(tmp_path: Path, pool: ExecutionPool) -> None:
+    store = GoldStore(get_preset("strict"), pool=pool)
+    missing = example(tmp_path / "absent.sqlite", "SELECT 1")
+    with pytest.raises(DatasetError, match="database file not found"):
+        store.prepare(missing)
+    with pytest.raises(DatasetError, match="database file not found"):
+        store.prepare_many([missing])
 
 
 def test_predictions_and_details(lenses_db: Path, pool: ExecutionPool) -> None:

@@ -185,12 +185,14 @@ class GoldStore:
     def prepare(self, example: Example) -> PreparedGold:
         """The example's prepared gold; never raises for a bad gold (``error`` says why it is one).
         A missing or unreadable database raises :class:`~progress_sql.errors.DatasetError`."""
-        return self._golds.get(_gold_key(example), lambda: self._build(example, self.gold_results([example])[0]))
+        return self._golds.get(_gold_key(example), partial(self._build, example, None))
 
     def prepare_many(self, examples: Sequence[Example], progress: Progress | None = None) -> list[PreparedGold]:
         """:meth:`prepare` for many examples, with the golds not prepared yet run in one batch through
         the pool (``progress`` advances once per execution)."""
         todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
+        for example in todo:
+            self.schema(example.db_path)  # a missing database fails here, before anything runs
         for example, results in zip(todo, self.gold_results(todo, progress), strict=True):
             self._golds.get(_gold_key(example), partial(self._build, example, results))
         return [self.prepare(example) for example in examples]
@@ -209,8 +211,11 @@ class GoldStore:
         """Only the gold results (no ODT reference), in one batch: for suite databases."""
         return gold_results(examples, self.preset, self.pool, limits=self.limits, cache=self.cache, progress=progress)
 
-    def _build(self, example: Example, results: tuple[ExecResult, ...]) -> PreparedGold:
-        reference, level = prepare_reference(example.gold_sql, self.schema(example.db_path), self.odt)
+    def _build(self, example: Example, results: tuple[ExecResult, ...] | None) -> PreparedGold:
+        schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
+        if results is None:
+            results = self.gold_results([example])[0]
+        reference, level = prepare_reference(example.gold_sql, schema, self.odt)
         return PreparedGold(results, reference, level, gold_problem(results))
 
     # -- databases -----------------------------------------------------------------------------
