@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from progress_sql.env import EnvConfig, SQLRefineEnv
-from progress_sql.env.core import make_store
+from progress_sql.env.core import exec_limits, make_store
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
@@ -35,7 +35,7 @@ def test_the_analysis_agrees_with_the_environments_feedback(lenses_db: Path, poo
     example = Example(0, "Suppliers of lenses over 20?", "contact_lenses", str(lenses_db), GOLD)
     cache = GoldCache()
     config = EnvConfig(max_turns=1)
-    store = GoldStore(get_preset("strict"), pool=pool, cache=cache, limits=config.limits)
+    store = GoldStore(get_preset("strict"), pool=pool, cache=cache, limits=exec_limits(config))
     [record] = evaluate([example], [[Sample(WRONG)]], store)
     assert (record.status, record.match, record.hardness, record.level) == ("scored", False, "medium", "medium")
     env = SQLRefineEnv(config, store=make_store(config, pool=pool, cache=cache))

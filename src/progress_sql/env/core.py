@@ -78,10 +78,10 @@ class EnvConfig:
         """The declared range of the episode reward."""
         return reward_range(self.progressive) if self.reward == "progressive" else get_reward(self.reward).value_range
 
-    @property
-    def limits(self) -> ExecLimits:
-        """The execution limits of every query (gold and model) of an episode."""
-        return ExecLimits(timeout_s=self.timeout_s, max_rows=self.max_rows)
+
+def exec_limits(config: EnvConfig) -> ExecLimits:
+    """The execution limits of every query (gold and model) of an episode under ``config``."""
+    return ExecLimits(timeout_s=config.timeout_s, max_rows=config.max_rows)
 
 
 def make_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: GoldCache | None = None) -> GoldStore:
@@ -91,7 +91,7 @@ def make_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: G
     return GoldStore(
         get_preset(config.preset, **config.preset_options),
         pool=pool,
-        limits=config.limits,
+        limits=exec_limits(config),
         cache=cache,
         odt=config.odt,
         suite=None if config.suite is None else suite_lookup(config.suite),
@@ -103,7 +103,7 @@ def _check_store(store: GoldStore, config: EnvConfig) -> None:
     suite = None if config.suite is None else suite_lookup(config.suite)
     wanted = {
         "preset": (describe(get_preset(config.preset, **config.preset_options)), describe(store.preset)),
-        "limits": (config.limits, store.limits),
+        "limits": (exec_limits(config), store.limits),
         "odt": (config.odt, store.odt),
         "suite": (suite, store.suite),
     }
