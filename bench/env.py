@@ -3,17 +3,19 @@
 The policy answers turn k with the k-th published system's prediction for the question
 (``../shared/data/predictions/spider-dev/model_{1..4}.txt``) and the fourth turn with the gold, so the
 trajectories mix first-turn successes, late successes, invalid SQL and misses, as RL rollouts do.
-Each episode resets a fresh ``SQLRefineEnv`` sharing one execution pool and gold cache.
+Each episode resets a fresh ``SQLRefineEnv``; all share one gold store (one execution pool and gold
+cache), as a trainer's environments do. With ``--group G`` every example runs G episodes, like the G
+samples of one prompt in GRPO: the gold is prepared for the first and served to the other G - 1.
 
 One run measures:
 
-* cold: the first pass, gold queries executed and profiled (``gold`` stage);
-* warm: a second pass over the same examples with the gold results cached;
+* cold: the first pass, gold queries executed and prepared (``gold`` stage, per episode in ms);
+* warm: a second pass over the same examples with the gold prepared in the store;
 * the share of step time per stage (extract, execute, compare, ODT, reward, feedback);
 * baseline: a bare in-process loop executing the same predicted SQL with the same deadline and row
   cap (``Executor.run``), so the environment's overhead per turn is visible.
 
-    .venv/bin/python bench/env.py [--examples N] [--workers W]
+    .venv/bin/python bench/env.py [--examples N] [--workers W] [--group G]
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from rich.table import Table
 from _common import DEFAULT_DATA, DEFAULT_DOC, machine, provenance, write_section
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import make_store
 from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 
@@ -58,24 +62,27 @@ class PassResult:
     #: Stage seconds over turns whose execution finished (timeouts excluded: they only measure the deadline).
     stages: dict[str, float] = field(default_factory=dict)
     timeouts: int = 0
+    gold_seconds: float = 0.0
 
 
 def run_pass(
     examples: Sequence[Example],
     scripts: Sequence[Sequence[str]],
     config: EnvConfig,
-    pool: ExecutionPool,
-    cache: GoldCache,
+    store: GoldStore,
+    group: int,
 ) -> PassResult:
-    """One pass over every example: a fresh environment per episode, shared pool and cache."""
+    """One pass over every example, ``group`` episodes each: a fresh environment per episode, one store."""
     result = PassResult()
     start = time.perf_counter()
-    for example, responses in zip(examples, scripts, strict=True):
-        env = SQLRefineEnv(config, pool=pool, cache=cache)
+    for example, responses in [pair for pair in zip(examples, scripts, strict=True) for _ in range(group)]:
+        env = SQLRefineEnv(config, store=store)
         try:
             env.reset(example)
         except GoldQueryError:
             continue
+        finally:
+            result.gold_seconds += env.stage_seconds.get("gold", 0.0)
         for response in responses:
             before = dict(env.stage_seconds)
             began = time.perf_counter()
@@ -112,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--examples", type=int, default=None, help="first N Spider dev examples with a database")
     parser.add_argument("--workers", type=int, default=1, help="execution worker processes")
+    parser.add_argument("--group", type=int, default=1, help="episodes per example (GRPO's G samples of a prompt)")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per SQL execution (RL-style deadline)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
@@ -128,23 +136,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine()
     config = EnvConfig(max_turns=4, timeout_s=args.timeout)
     limits = ExecLimits(timeout_s=config.timeout_s, max_rows=config.max_rows)
-    cache = GoldCache()
     with ExecutionPool(workers=args.workers) as pool:
-        cold = run_pass(examples, scripts, config, pool, cache)
-        warm = run_pass(examples, scripts, config, pool, cache)
+        store = make_store(config, pool=pool, cache=GoldCache())
+        cold = run_pass(examples, scripts, config, store, args.group)
+        warm = run_pass(examples, scripts, config, store, args.group)
     bare = bare_loop(examples, scripts, limits)
 
-    title = f"SQLRefineEnv on Spider dev, {len(examples)} examples, T = 4, {args.workers} worker(s), {args.timeout:g} s"
+    title = (
+        f"SQLRefineEnv on Spider dev, {len(examples)} examples x {args.group} episodes, T = 4, "
+        f"{args.workers} worker(s), {args.timeout:g} s"
+    )
     table = Table(title=title)
-    columns = ("pass", "episodes", "turns", "timeouts", "seconds", "episodes/s", "median ms/turn", "mean ms/turn")
+    columns = ("pass", "episodes", "turns", "timeouts", "seconds", "episodes/s", "median ms/turn", "mean ms/turn",
+               "gold ms/episode")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     rows = []
-    for name, run in (("cold (gold executed)", cold), ("warm (gold cached)", warm)):
+    for name, run in (("cold (gold executed)", cold), ("warm (gold prepared)", warm)):
         turns = len(run.turn_seconds)
         row = (name, str(run.episodes), str(turns), str(run.timeouts), f"{run.seconds:.2f}",
                f"{run.episodes / run.seconds:.1f}", f"{1000 * statistics.median(run.turn_seconds):.2f}",
-               f"{1000 * run.seconds / turns:.2f}")  # fmt: skip
+               f"{1000 * run.seconds / turns:.2f}",
+               f"{1000 * run.gold_seconds / max(1, run.episodes):.2f}")  # fmt: skip
         rows.append(row)
         table.add_row(*row)
     bare_median_ms = 1000 * statistics.median(bare)
@@ -163,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             SECTION,
             "",
             "Scripted-policy trajectories through `SQLRefineEnv` (turn k answers with published system k's",
-            "prediction, turn 4 with the gold), a fresh environment per episode, one shared pool and gold cache.",
+            f"prediction, turn 4 with the gold), {args.group} episode(s) per example, a fresh environment per",
+            "episode, one shared gold store (pool, gold cache, prepared golds, schemas and prompt DDL).",
             "",
             *provenance(command, info),
             "",

@@ -5,7 +5,7 @@ Measures, on Spider dev (the 972 questions with a database) and one published sy
 
 * **command**: ``progress-sql eval ... --workers W`` as a user runs it (a fresh process: imports,
   worker start-up, gold and predicted queries, hardness, ODT analysis, summary, report and plots);
-* in one process, after one warm-up of the workers: **EX only** (``harness.score``, the baseline: the
+* in one process, after one warm-up of the workers: **EX only** (``_baseline.score``, the baseline: the
   first eval command's work), **full** (``harness.evaluate``: EX plus hardness and ODT tags per
   example), **metrics** (``summarize_eval``) and **plots** (three PNGs); the gold cache starts empty
   in each timed pass.
@@ -28,15 +28,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from _baseline import score
 from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
 from progress_sql.data.tasks import resolve_task
-from progress_sql.evaluation.harness import Sample, evaluate, score
+from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.metrics import summarize_eval
 from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.evaluation.report import write_plots
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 
 SECTION = "## Evaluation"
@@ -84,14 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     command_s = statistics.median(command_times)
 
     with ExecutionPool(workers=args.workers) as pool, tempfile.TemporaryDirectory() as plots_dir:
-        score(examples, predictions, preset, pool, limits=limits)  # warm-up: start the workers
-        ex_s, _ = timed(
-            lambda: score(examples, predictions, preset, pool, limits=limits, cache=GoldCache()), args.repeat
-        )
+
+        def store() -> GoldStore:  # a fresh gold cache and store: every pass starts cold
+            return GoldStore(preset, pool=pool, limits=limits, cache=GoldCache())
+
+        score(examples, predictions, store())  # warm-up: start the workers
+        ex_s, _ = timed(lambda: score(examples, predictions, store()), args.repeat)
         samples = [[Sample(sql)] for sql in predictions]
-        full_s, records = timed(
-            lambda: evaluate(examples, samples, preset, pool, limits=limits, cache=GoldCache()), args.repeat
-        )
+        full_s, records = timed(lambda: evaluate(examples, samples, store()), args.repeat)
         metrics_s, metrics = timed(lambda: summarize_eval(records), args.repeat)  # type: ignore[arg-type]
         summary = {"settings": {"task": {"name": "spider-dev"}}, "metrics": metrics}
         plots_s, _ = timed(lambda: write_plots(Path(plots_dir), summary, records), args.repeat)  # type: ignore[arg-type]
@@ -99,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = [
         ("`progress-sql eval` (fresh process, report and plots)", command_s),
-        ("EX only: `harness.score` (baseline)", ex_s),
+        ("EX only: `_baseline.score` (baseline)", ex_s),
         ("full: `harness.evaluate` (EX + hardness + ODT tags)", full_s),
         ("metrics: `summarize_eval`", metrics_s),
         ("plots: three PNGs", plots_s),

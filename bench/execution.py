@@ -2,7 +2,7 @@
 
 For each of the five Spider dev prediction files: a bare in-process loop (plain read-only sqlite3,
 the same deadline through a progress handler, the same row cap) runs every gold and prediction;
-then ``evaluation.harness.score`` with the ``spider`` preset runs them cold (empty gold cache) and
+then the EX-only ``_baseline.score`` with the ``spider`` preset runs them cold (empty gold cache) and
 warm (gold cache filled), with 1 and 2 workers. Reports per-query overhead in milliseconds against
 the bare loop, the warm-cache speed-up, and the whole-process time of ``progress-sql eval`` for one
 file. Needs ../shared/data.
@@ -22,12 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from _baseline import score
 from progress_sql.data.tasks import load_task
-from progress_sql.evaluation.harness import gold_results, score
 from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore, gold_results
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 
@@ -81,12 +82,12 @@ def main() -> None:
                     DATA / "predictions" / "spider-dev" / f"model_{model}.txt", len(examples)
                 )
                 bare_s, queries = bare_loop(present, predictions, limits) if workers == 1 else (float("nan"), 0)
-                cache = GoldCache()
+                store = GoldStore(preset, pool=pool, limits=limits, cache=GoldCache())
                 t0 = time.perf_counter()
-                score(examples, predictions, preset, pool, limits=limits, cache=cache)
+                score(examples, predictions, store)
                 cold_s = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                score(examples, predictions, preset, pool, limits=limits, cache=cache)
+                score(examples, predictions, store)
                 warm_s = time.perf_counter() - t0
                 # The gold phase alone, which is what the cache saves: cold (fresh cache) vs warm.
                 fresh = GoldCache()

@@ -39,7 +39,9 @@ from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.testsuite.manifest import suite_lookup
 
 SECTION = "## Test suites"
 
@@ -133,10 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, predictions in systems:
                 samples = [[Sample(sql)] for sql in predictions]
                 start = time.perf_counter()
-                plain = evaluate(examples, samples, preset, pool, limits=limits, cache=GoldCache())
+                plain = evaluate(examples, samples, GoldStore(preset, pool=pool, limits=limits, cache=GoldCache()))
                 ex_s = time.perf_counter() - start
                 start = time.perf_counter()
-                records = evaluate(examples, samples, preset, pool, limits=limits, cache=GoldCache(), suite=suite)
+                with_suite = GoldStore(preset, pool=pool, limits=limits, cache=GoldCache(), suite=suite_lookup(suite))
+                records = evaluate(examples, samples, with_suite)
                 ts_s = time.perf_counter() - start
                 scored = [r for r in records if r.status == "scored"]
                 ex = sum(r.match for r in scored) / len(scored)

@@ -10,6 +10,7 @@ from progress_sql.data import case_study
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env.checker import check_env
+from progress_sql.env.core import make_store
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 
@@ -37,9 +38,10 @@ def fixture_examples(music_dir: Path, lenses_db: Path) -> list[Example]:
 def test_every_fixture_example_conforms(
     music_dir: Path, lenses_db: Path, pool: ExecutionPool, policy: str, config: EnvConfig
 ) -> None:
+    store = make_store(config, pool=pool)  # every environment of the check shares one store
     for example in fixture_examples(music_dir, lenses_db):
         responses = scripted_policies(example.gold_sql)[policy]
-        report = check_env(lambda: SQLRefineEnv(config, pool=pool), example, responses)
+        report = check_env(lambda: SQLRefineEnv(config, store=store), example, responses)
         assert report.ok, f"example {example.index}: {report.failures}"
         assert len(report.checked) >= 6
 
@@ -55,6 +57,7 @@ class EarlyStopEnv(SQLRefineEnv):
 
 def test_checker_catches_a_broken_environment(music_dir: Path, lenses_db: Path, pool: ExecutionPool) -> None:
     example = fixture_examples(music_dir, lenses_db)[0]
-    report = check_env(lambda: EarlyStopEnv(pool=pool), example, [answer("SELECT 1")] * 4)
+    store = make_store(EnvConfig(), pool=pool)
+    report = check_env(lambda: EarlyStopEnv(store=store), example, [answer("SELECT 1")] * 4)
     assert not report.ok
     assert any("truncated only at the budget" in failure for failure in report.failures)

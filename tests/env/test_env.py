@@ -11,8 +11,12 @@ from hypothesis import strategies as st
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import make_store
 from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.odt import OdtConfig
 from progress_sql.types import Example
 
 
@@ -24,8 +28,14 @@ def lenses_example(db: Path, gold: str = case_study.GOLD_SQL) -> Example:
     return Example(0, case_study.QUESTION, "contact_lenses", str(db), gold)
 
 
-def test_case_study_replays_to_a_match_at_turn_three(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(pool=pool)
+@pytest.fixture
+def store(pool: ExecutionPool) -> GoldStore:
+    """The store of the default EnvConfig (max_turns, feedback and reward do not change it)."""
+    return make_store(EnvConfig(), pool=pool)
+
+
+def test_case_study_replays_to_a_match_at_turn_three(lenses_db: Path, store: GoldStore) -> None:
+    env = SQLRefineEnv(store=store)
     messages = env.reset(lenses_example(lenses_db))
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "CREATE TABLE contact_lenses" in messages[1]["content"]
@@ -57,8 +67,8 @@ def test_case_study_replays_to_a_match_at_turn_three(lenses_db: Path, pool: Exec
     assert env.trajectory.k_star == 3
 
 
-def test_budget_exhausted_is_truncated_not_terminated(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(EnvConfig(max_turns=2), pool=pool)
+def test_budget_exhausted_is_truncated_not_terminated(lenses_db: Path, store: GoldStore) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=2), store=store)
     env.reset(lenses_example(lenses_db))
     first = env.step(answer("SELECT supplier_name FROM suppliers"))
     second = env.step("no idea")
@@ -73,41 +83,41 @@ def test_budget_exhausted_is_truncated_not_terminated(lenses_db: Path, pool: Exe
 
 
 def test_match_on_the_last_turn_is_terminated(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(EnvConfig(max_turns=1), pool=pool)
+    env = SQLRefineEnv(EnvConfig(max_turns=1), pool=pool)  # the environment builds its own store
     env.reset(lenses_example(lenses_db))
     step = env.step(answer(case_study.GOLD_SQL))
     assert (step.terminated, step.truncated) == (True, False)
     assert step.reward == pytest.approx(2.9)
 
 
-def test_step_before_reset_raises(pool: ExecutionPool) -> None:
+def test_step_before_reset_raises(store: GoldStore) -> None:
     with pytest.raises(RuntimeError, match="before reset"):
-        SQLRefineEnv(pool=pool).step(answer("SELECT 1"))
+        SQLRefineEnv(store=store).step(answer("SELECT 1"))
 
 
-def test_failing_gold_is_a_typed_error(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(pool=pool)
+def test_failing_gold_is_a_typed_error(lenses_db: Path, store: GoldStore) -> None:
+    env = SQLRefineEnv(store=store)
     with pytest.raises(GoldQueryError, match="no_such_table"):
         env.reset(lenses_example(lenses_db, gold="SELECT * FROM no_such_table"))
 
 
-def test_feedback_levels(lenses_db: Path, pool: ExecutionPool) -> None:
+def test_feedback_levels(lenses_db: Path, store: GoldStore) -> None:
     example = lenses_example(lenses_db)
     bad_column = answer("SELECT nope FROM suppliers")
-    tags_only = SQLRefineEnv(EnvConfig(feedback="tags"), pool=pool)
+    tags_only = SQLRefineEnv(EnvConfig(feedback="tags"), store=store)
     tags_only.reset(example)
     text = tags_only.step(bad_column).observation
     assert text is not None
     assert "no such column" not in text["content"]
 
-    with_error = SQLRefineEnv(EnvConfig(feedback="tags+error"), pool=pool)
+    with_error = SQLRefineEnv(EnvConfig(feedback="tags+error"), store=store)
     with_error.reset(example)
     text = with_error.step(bad_column).observation
     assert text is not None
     assert "The database reported:" in text["content"]
     assert "no such column" in text["content"]
 
-    with_preview = SQLRefineEnv(EnvConfig(feedback="tags+error+preview"), pool=pool)
+    with_preview = SQLRefineEnv(EnvConfig(feedback="tags+error+preview"), store=store)
     with_preview.reset(example)
     text = with_preview.step(answer("SELECT supplier_name FROM suppliers ORDER BY supplier_id")).observation
     assert text is not None
@@ -115,8 +125,8 @@ def test_feedback_levels(lenses_db: Path, pool: ExecutionPool) -> None:
     assert case_study.GOLD_SQL not in text["content"]
 
 
-def test_peer_reward_by_name(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(EnvConfig(max_turns=1, reward="one-shot"), pool=pool)
+def test_peer_reward_by_name(lenses_db: Path, store: GoldStore) -> None:
+    env = SQLRefineEnv(EnvConfig(max_turns=1, reward="one-shot"), store=store)
     env.reset(lenses_example(lenses_db))
     assert env.step(answer(case_study.GOLD_SQL)).reward == 3.0
 
@@ -128,6 +138,40 @@ def test_bad_config_fails_early() -> None:
         EnvConfig(reward="nope")
     with pytest.raises(ConfigError, match="unknown preset"):
         EnvConfig(preset="nope")
+
+
+def test_environments_sharing_a_store_prepare_the_gold_once(lenses_db: Path, pool: ExecutionPool) -> None:
+    """G = 8 samples of one prompt: eight environments, one store, one gold execution and one
+    preparation (the schema, the ODT reference and the prompt DDL included)."""
+    cache = GoldCache()
+    store = make_store(EnvConfig(), pool=pool, cache=cache)
+    example = lenses_example(lenses_db)
+    envs = [SQLRefineEnv(store=store) for _ in range(8)]
+    openings = [env.reset(example) for env in envs]
+    assert (cache.misses, cache.hits) == (1, 0)
+    assert all(env._gold is envs[0]._gold for env in envs)
+    assert all(messages == openings[0] for messages in openings)
+    rewards = [env.step(answer(case_study.GOLD_SQL)).reward for env in envs]
+    assert rewards == [rewards[0]] * 8
+    assert (cache.misses, cache.hits) == (1, 0)
+    for env in envs:
+        env.close()
+    assert store.prepare(example).results[0].ok  # closing an environment leaves a shared store open
+
+
+def test_a_store_for_another_config_is_refused(pool: ExecutionPool, store: GoldStore) -> None:
+    for config in (
+        EnvConfig(preset="spider"),
+        EnvConfig(preset_options={"tie_aware": False}),
+        EnvConfig(timeout_s=2.0),
+        EnvConfig(max_rows=10),
+        EnvConfig(odt=OdtConfig(alpha=0.5)),
+    ):
+        with pytest.raises(ConfigError, match="gold store has another"):
+            SQLRefineEnv(config, store=store)
+    SQLRefineEnv(EnvConfig(max_turns=2, feedback="tags+error", reward="one-shot"), store=store)
+    with pytest.raises(ConfigError, match="not both"):
+        SQLRefineEnv(store=store, pool=pool)
 
 
 garbage = st.one_of(
@@ -147,7 +191,8 @@ garbage = st.one_of(
 def test_garbage_never_raises_and_rewards_stay_finite(
     lenses_db: Path, pool: ExecutionPool, responses: list[str]
 ) -> None:
-    env = SQLRefineEnv(EnvConfig(max_turns=len(responses), timeout_s=2.0), pool=pool)
+    config = EnvConfig(max_turns=len(responses), timeout_s=2.0)
+    env = SQLRefineEnv(config, store=make_store(config, pool=pool))
     env.reset(lenses_example(lenses_db))
     for response in responses:
         step = env.step(response)

@@ -15,6 +15,7 @@ from progress_sql.evaluation.report import PLOTS, render_report, write_plots
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 from tests.conftest import official_spider_verdicts
@@ -38,14 +39,8 @@ def test_five_systems(
     model: int,
 ) -> None:
     predictions, official = official_spider_verdicts(shared_data, model, len(spider_dev))
-    records = evaluate(
-        spider_dev,
-        [[Sample(sql)] for sql in predictions],
-        get_preset("spider"),
-        pool,
-        limits=LIMITS,
-        cache=spider_gold_cache,
-    )
+    store = GoldStore(get_preset("spider"), pool=pool, limits=LIMITS, cache=spider_gold_cache)
+    records = evaluate(spider_dev, [[Sample(sql)] for sql in predictions], store)
     disagreements, timed_out = [], 0
     for record, verdict in zip(records, official, strict=True):
         assert record.index == verdict["index"]

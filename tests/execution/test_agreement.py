@@ -9,10 +9,11 @@ import pytest
 from tests.conftest import official_spider_verdicts
 
 from progress_sql.data.tasks import load_task
-from progress_sql.evaluation.harness import score
+from progress_sql.evaluation.harness import EvalRecord, Sample, evaluate
 from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import PRESETS, get_preset
-from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.compare import PRESETS, Preset, get_preset
+from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 
@@ -22,6 +23,20 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 # 5 s deadline, and draining capped results until the deadline, those come out as timeouts here;
 # every prediction it did judge finishes well within 5 s.
 LIMITS = ExecLimits(timeout_s=5.0, drain_after_cap=True)
+
+
+def score(
+    examples: list[Example],
+    predictions: list[str],
+    preset: Preset,
+    pool: ExecutionPool,
+    *,
+    limits: ExecLimits = DEFAULT_LIMITS,
+    cache: GoldCache | None = None,
+) -> list[EvalRecord]:
+    """Execution accuracy: one prediction per example, judged on the original database."""
+    store = GoldStore(preset, pool=pool, limits=limits, cache=cache)
+    return evaluate(examples, [[Sample(sql)] for sql in predictions], store)
 
 
 @pytest.mark.parametrize("model", [1, 2, 3, 4, 5])
@@ -42,7 +57,7 @@ def test_spider_preset_agrees_with_the_official_evaluator(
             assert record.verdict == "skipped"
         elif expected == "timeout":
             assert not record.match
-            assert record.pred_status == "timeout", (record.index, record.verdict, record.reason)
+            assert record.verdict == "pred_timeout", (record.index, record.verdict, record.reason)
         else:
             judged += 1
             disagreements += int(record.match) != expected

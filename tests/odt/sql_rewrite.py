@@ -3,7 +3,7 @@
 A rewrite keeps what a query means and changes only what the ODT must not see: table alias names,
 whitespace, keyword and identifier case, and the order of AND-ed conditions. Rewrites work on
 sqlglot's syntax tree from :func:`progress_sql.sql.parse.parse_sql`, after the ODT's double-quote
-rule (:func:`progress_sql.odt.normalize.resolve_double_quoted`), so that ``WHERE x = "Republic"``
+rule (:func:`progress_sql.sql.normalize.resolve_double_quoted`), so that ``WHERE x = "Republic"``
 stays a string comparison.
 
 The tree is printed in SQLite's dialect with two changes. A parenthesized set-operation arm stays a
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 from sqlglot.dialects.sqlite import SQLite
 
-from progress_sql.odt.normalize import resolve_double_quoted
+from progress_sql.sql.normalize import resolve_double_quoted
 from progress_sql.sql.parse import ParseFailure, parse_sql
 
 

@@ -12,10 +12,11 @@ import pytest
 
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.execution.compare import get_preset
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
-from progress_sql.testsuite.manifest import MANIFEST, write_manifest
+from progress_sql.testsuite.manifest import MANIFEST, suite_lookup, write_manifest
 from progress_sql.types import Example
 from tests.conftest import REPO_ROOT, build_database
 
@@ -48,7 +49,7 @@ def test_known_false_positives_pass_ex_and_fail_ts(
 ) -> None:
     out, _ = suite
     predictions = [[Sample(p["prediction"])] for p in PAIRS]
-    records = evaluate(examples, predictions, get_preset("spider"), pool, suite=out)
+    records = evaluate(examples, predictions, GoldStore(get_preset("spider"), pool=pool, suite=suite_lookup(out)))
     for pair, record in zip(PAIRS, records, strict=True):
         assert record.match, pair["name"]
         assert record.ts_match is False, pair["name"]
@@ -59,7 +60,8 @@ def test_gold_as_prediction_passes_ts(
     examples: list[Example], suite: tuple[Path, list[SchemaSuite]], pool: ExecutionPool
 ) -> None:
     out, _ = suite
-    records = evaluate(examples, [[Sample(e.gold_sql)] for e in examples], get_preset("spider"), pool, suite=out)
+    store = GoldStore(get_preset("spider"), pool=pool, suite=suite_lookup(out))
+    records = evaluate(examples, [[Sample(e.gold_sql)] for e in examples], store)
     assert all(r.match and r.ts_match for r in records)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import make_store
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.testsuite.build import build_suites, schema_jobs
@@ -31,7 +32,8 @@ def example_and_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Example
 
 
 def _first_turn(example: Example, pool: ExecutionPool, answer: str, suite: Path | None) -> tuple[bool, str]:
-    env = SQLRefineEnv(EnvConfig(max_turns=1, suite=None if suite is None else str(suite)), pool=pool)
+    config = EnvConfig(max_turns=1, suite=None if suite is None else str(suite))
+    env = SQLRefineEnv(config, store=make_store(config, pool=pool))
     env.reset(example)
     info = env.step(f"<think>Counting.</think><sql>{answer}</sql>").info
     return info.match, info.verdict
@@ -48,6 +50,16 @@ def test_hard_coded_answer_matches_without_the_suite_and_fails_with_it(
 def test_right_answer_matches_with_the_suite(example_and_suite: tuple[Example, Path], pool: ExecutionPool) -> None:
     example, suite = example_and_suite
     assert _first_turn(example, pool, "SELECT COUNT(member_id) FROM member", suite) == (True, "match")
+
+
+def test_a_store_with_another_suite_is_refused(example_and_suite: tuple[Example, Path], pool: ExecutionPool) -> None:
+    _, suite = example_and_suite
+    with_suite = EnvConfig(suite=str(suite))
+    with pytest.raises(ConfigError, match="another suite"):
+        SQLRefineEnv(with_suite, store=make_store(EnvConfig(), pool=pool))
+    with pytest.raises(ConfigError, match="another suite"):
+        SQLRefineEnv(EnvConfig(), store=make_store(with_suite, pool=pool))
+    SQLRefineEnv(with_suite, store=make_store(EnvConfig(suite=str(suite)), pool=pool))  # equal folders: accepted
 
 
 def test_missing_suite_folder_is_a_config_error(tmp_path: Path) -> None:

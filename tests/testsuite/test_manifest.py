@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from progress_sql.data.schema import Schema
-from progress_sql.evaluation.harness import suite_databases
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import DEFAULT_LIMITS, REVERSED_SCANS, Executor
 from progress_sql.testsuite.distill import _greedy_cover, _judge_pool_database, _on_original
-from progress_sql.testsuite.manifest import MANIFEST, coverage_summary
+from progress_sql.testsuite.manifest import MANIFEST, coverage_summary, suite_databases, suite_lookup
 from progress_sql.testsuite.profile import read_fuzz_profile
+from progress_sql.types import Example
 from tests.conftest import build_database
 
 TIED = "SELECT name FROM member WHERE age > 40 LIMIT 1"  # which of the two? the scan order decides
@@ -47,6 +48,21 @@ def test_manifest_assigns_files_per_gold(tmp_path: Path) -> None:
     assert suite_databases(tmp_path, "shop", TIED) == [str(tmp_path / "shop" / "fuzz_001.sqlite")]
     assert len(suite_databases(tmp_path, "shop", "SELECT 1")) == 2  # a gold the manifest does not list
     assert suite_databases(tmp_path, "other", TIED) == []
+
+
+def test_suite_lookup_tells_an_uncovered_database_from_an_empty_assignment(tmp_path: Path) -> None:
+    built = build_database("ties.sql", tmp_path / "build")
+    (tmp_path / "shop").mkdir()
+    shutil.copyfile(built, tmp_path / "shop" / "fuzz_000.sqlite")
+    manifest = {"databases": {"shop": {"golds": [{"sql": TIED, "databases": []}]}}}
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    lookup = suite_lookup(tmp_path)
+    shop = Example(0, "?", "shop", str(built), "SELECT 1")
+    assert lookup(shop) == (str(tmp_path / "shop" / "fuzz_000.sqlite"),)
+    assert lookup(replace(shop, gold_sql=TIED)) == ()  # covered, but no file judges this gold
+    assert lookup(replace(shop, db_id="other")) is None  # the suite has nothing for this database
+    assert lookup == suite_lookup(str(tmp_path))
+    assert lookup != suite_lookup(tmp_path / "shop")
 
 
 @given(

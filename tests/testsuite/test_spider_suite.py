@@ -18,7 +18,9 @@ from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import load_predictions
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Example
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
@@ -52,7 +54,8 @@ def examples(spider_dev: list[Example]) -> list[Example]:
 
 
 def test_gold_as_prediction_scores_full_ts(examples: list[Example], suite: Path, pool: ExecutionPool) -> None:
-    records = evaluate(examples, [[Sample(e.gold_sql)] for e in examples], get_preset("spider"), pool, suite=suite)
+    store = GoldStore(get_preset("spider"), pool=pool, suite=suite_lookup(suite))
+    records = evaluate(examples, [[Sample(e.gold_sql)] for e in examples], store)
     assert len(records) == 98  # 45 + 38 + 15 examples
     assert all(r.ts_match for r in records)
     assert sum(r.ts_databases for r in records) > len(records)
@@ -75,7 +78,8 @@ def test_ts_is_below_ex_for_every_published_system(
     for model in range(1, 6):
         predictions = load_predictions(folder / f"model_{model}.txt", len(spider_dev))
         samples = [[Sample(predictions[e.index])] for e in examples]
-        records = evaluate(examples, samples, get_preset("spider"), pool, suite=suite, cache=cache)
+        store = GoldStore(get_preset("spider"), pool=pool, cache=cache, suite=suite_lookup(suite))
+        records = evaluate(examples, samples, store)
         ex = sum(r.match for r in records)
         ts = sum(bool(r.ts_match) for r in records)
         assert all(r.match for r in records if r.ts_match)  # TS never accepts what EX rejects

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
-from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+from progress_sql.training.evaluate import EX_LIMITS, EXReport, ex_store, execution_accuracy, greedy_sql
 from progress_sql.training.templates import TemplateDataset
+from progress_sql.types import ExecResult
 
 
 def test_gold_texts_score_one(dataset: TemplateDataset) -> None:
@@ -44,3 +48,26 @@ def test_greedy_generation_shapes(dataset: TemplateDataset, tokenizer: Any, torc
     assert all("<pad>" not in t and "<eos>" not in t for t in texts)
     assert greedy_sql(model, tokenizer, CompactFormat(), examples, max_new_tokens=6, batch_size=5) == texts
     assert execution_accuracy(examples, texts).n == 5
+
+
+def test_model_sql_runs_in_the_stores_pool(
+    dataset: TemplateDataset, pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fmt = CompactFormat()
+    examples = dataset.heldout_new_value[:3]
+    texts = [fmt.answer(examples[0].gold_sql), fmt.answer("SELECT 1"), "no sql"]
+    jobs: list[ExecJob] = []
+    run_many = pool.run_many
+
+    def counting(batch: Sequence[ExecJob], **callbacks: Any) -> list[ExecResult]:
+        jobs.extend(batch)
+        return run_many(batch, **callbacks)
+
+    monkeypatch.setattr(pool, "run_many", counting)
+    store = ex_store(pool=pool)
+    report = execution_accuracy(examples, texts, store=store)
+    assert report == EXReport(3, 1, (True, False, False))
+    assert "SELECT 1" in [job.sql for job in jobs]  # the model's SQL went to the isolated workers
+    assert all(job.limits == EX_LIMITS for job in jobs)
+    assert execution_accuracy(examples, texts, store=store) == report  # a given store stays open
+    assert report.as_dict() == {"n": 3, "correct": 1, "ex": 0.333333, "se": 0.272166}

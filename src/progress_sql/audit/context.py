@@ -13,7 +13,7 @@ from progress_sql.data.introspect import DatabaseProfile, quote_identifier, read
 from progress_sql.data.schema import Schema
 from progress_sql.errors import DatasetError
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.odt.normalize import resolve_double_quoted
+from progress_sql.sql.normalize import resolve_double_quoted
 from progress_sql.sql.parse import parse_sql
 from progress_sql.types import Example, ExecResult
 

@@ -41,8 +41,10 @@ from progress_sql.evaluation.run import EvalInputs, generate_samples, summarize_
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
+from progress_sql.testsuite.manifest import suite_lookup
 
 
 def eval_command(
@@ -131,14 +133,13 @@ def eval_command(
                 fail(f"generation failed: {type(error).__name__}: {error}")
         total = present * (1 + n)
         job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
+        store = GoldStore(
+            chosen, pool=pool, limits=inputs.limits, cache=cache, suite=None if suite is None else suite_lookup(suite)
+        )
         records = evaluate(
             examples,
             [items or [Sample(None)] for items in sample_lists],
-            chosen,
-            pool,
-            limits=inputs.limits,
-            cache=cache,
-            suite=suite,
+            store,
             breakdown=spec.breakdown,
             progress=lambda k: bar.advance(job, k),
         )

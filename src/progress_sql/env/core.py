@@ -3,8 +3,10 @@ that matches the gold and otherwise answers with ODT feedback as the next user t
 turns (paper, section 4.1 and Algorithm 1). The trajectory is then scored by the configured reward
 (the progressive reward by default); the step reward is 0 before the last turn.
 
-The gold query is parsed, profiled and executed once per example (and its results cached across
-examples that share it); every model query runs in the isolated execution pool.
+The environment keeps the episode's state only. What the example's gold gives (its results, its ODT
+reference, the database's schema and prompt DDL) comes from a :class:`GoldStore` shared by every
+environment of a process, so it is prepared once per example however many episodes run on it; every
+model query runs in the store's isolated execution pool.
 """
 
 from __future__ import annotations
@@ -15,21 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
-from progress_sql.data.schema import Schema, read_schema
-from progress_sql.errors import ConfigError, GoldQueryError
-from progress_sql.evaluation.harness import gold_results, suite_match
+from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
+from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import Preset, get_preset, judge
+from progress_sql.execution.compare import describe, get_preset, judge
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
-from progress_sql.odt import Diagnosis, GoldReference, OdtConfig, diagnose, prepare_gold
+from progress_sql.odt import Diagnosis, OdtConfig, diagnose
 from progress_sql.odt.feedback import feedback_text
 from progress_sql.prompts import Message, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.sql.extract import extract
+from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Example, ExecResult, RewardBreakdown, Trajectory, Turn
 
 FeedbackLevel = Literal["tags", "tags+error", "tags+error+preview"]
@@ -73,8 +74,43 @@ class EnvConfig:
 
     @property
     def value_range(self) -> tuple[float, float]:
-        """The declared range of the episode reward."""
-        return reward_range(self.progressive) if self.reward in ("progressive", "progressive-paper") else get_reward(self.reward).value_range
+        """The declared range of the episode reward (both progressive formulas share one range)."""
+        if self.reward in ("progressive", "progressive-paper"):
+            return reward_range(self.progressive)
+        return get_reward(self.reward).value_range
+
+
+def exec_limits(config: EnvConfig) -> ExecLimits:
+    """The execution limits of every query (gold and model) of an episode under ``config``."""
+    return ExecLimits(timeout_s=config.timeout_s, max_rows=config.max_rows)
+
+
+def make_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: GoldCache | None = None) -> GoldStore:
+    """The gold store an environment with this config needs (its preset with options, execution
+    limits, ODT config and test-suite lookup). Build one per process and config and hand it to every
+    environment; without ``pool`` the store starts a one-worker pool of its own."""
+    return GoldStore(
+        get_preset(config.preset, **config.preset_options),
+        pool=pool,
+        limits=exec_limits(config),
+        cache=cache,
+        odt=config.odt,
+        suite=None if config.suite is None else suite_lookup(config.suite),
+    )
+
+
+def _check_store(store: GoldStore, config: EnvConfig) -> None:
+    """Refuse a store that would judge or diagnose otherwise than ``config`` says."""
+    suite = None if config.suite is None else suite_lookup(config.suite)
+    wanted = {
+        "preset": (describe(get_preset(config.preset, **config.preset_options)), describe(store.preset)),
+        "limits": (exec_limits(config), store.limits),
+        "odt": (config.odt, store.odt),
+        "suite": (suite, store.suite),
+    }
+    for name, (want, have) in wanted.items():
+        if want != have:
+            raise ConfigError(f"the gold store has another {name} than the EnvConfig: {have!r} instead of {want!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,34 +158,31 @@ class _StageClock:
         self.last = now
 
 
-@dataclass(frozen=True, slots=True)
-class _Gold:
-    reference: GoldReference
-    results: tuple[ExecResult, ...]
-
-
 class SQLRefineEnv:
     """reset(example) -> initial messages; step(model text) -> StepResult. Not thread-safe: use one
-    environment per concurrent episode (they can share the pool and the gold cache)."""
+    environment per concurrent episode, all sharing one :class:`GoldStore` (which is thread-safe).
+
+    Without ``store`` the environment builds (and :meth:`close` closes) ``make_store(config, pool=pool,
+    cache=cache)``; ``pool`` and ``cache`` are for callers that have not moved to a shared store yet.
+    """
 
     def __init__(
         self,
         config: EnvConfig | None = None,
         *,
+        store: GoldStore | None = None,
         pool: ExecutionPool | None = None,
         cache: GoldCache | None = None,
     ) -> None:
         self.config = config or EnvConfig()
-        self.preset: Preset = get_preset(self.config.preset, **self.config.preset_options)
-        self.limits = ExecLimits(timeout_s=self.config.timeout_s, max_rows=self.config.max_rows)
-        self._own_pool = pool is None
-        self.pool = pool if pool is not None else ExecutionPool(workers=1)
-        self.cache = cache if cache is not None else GoldCache()
-        self._golds: dict[tuple[str, str], _Gold] = {}
-        self._schemas: dict[str, Schema] = {}
-        self._details: dict[str, str] = {}
+        if store is not None and (pool is not None or cache is not None):
+            raise ConfigError("give SQLRefineEnv a store, or a pool and cache to build one from, not both")
+        if store is not None:
+            _check_store(store, self.config)
+        self._own_store = store is None
+        self.store = store if store is not None else make_store(self.config, pool=pool, cache=cache)
         self._example: Example | None = None
-        self._gold: _Gold | None = None
+        self._gold: PreparedGold | None = None
         self._turns: list[Turn] = []
         self._done = False
         #: Seconds spent per stage (gold, extract, execute, compare, odt, reward, feedback) since creation.
@@ -159,14 +192,13 @@ class SQLRefineEnv:
     def reset(self, example: Example) -> list[Message]:
         """Start an episode; raises :class:`GoldQueryError` when the example's gold cannot be used."""
         clock = _StageClock(self.stage_seconds)
-        self._gold = self._prepare(example)
+        self._gold = self.store.require(example)
         clock.lap("gold")
         self._example = example
         self._turns = []
         self._done = False
-        if example.db_path not in self._details:
-            self._details[example.db_path] = db_details(example.db_path, self.config.schema_profile)
-        return opening_messages(example, self._details[example.db_path], db_engine=self.config.odt.db_engine)
+        details = self.store.details(example.db_path, self.config.schema_profile)
+        return opening_messages(example, details, db_engine=self.config.odt.db_engine)
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
@@ -174,20 +206,17 @@ class SQLRefineEnv:
             raise RuntimeError("step() called before reset()")
         if self._done:
             raise RuntimeError("the episode is over: call reset() first")
-        example, gold = self._example, self._gold
+        example, gold, store = self._example, self._gold, self.store
         clock = _StageClock(self.stage_seconds)
         extracted = extract(response)
         clock.lap("extract")
-        result = self._execute(example, extracted.sql)
+        result = store.run_pred(example, extracted.sql) if extracted.sql else _NO_SQL
         clock.lap("execute")
-        verdict = judge(self.preset, example.gold_sql, gold.results, result) if extracted.sql else None
+        verdict = judge(store.preset, example.gold_sql, gold.results, result) if extracted.sql else None
         match = verdict is not None and verdict.match
         verdict_status: str = verdict.status if verdict is not None else "no_sql"
-        if match and extracted.sql and self.config.suite is not None:
-            match, _judged = suite_match(
-                example, self.preset.prepare_pred(extracted.sql), self.preset, self.pool,
-                suite=Path(self.config.suite), limits=self.limits, cache=self.cache,
-            )  # fmt: skip
+        if match and extracted.sql and store.suite is not None:
+            match = store.suite_match(example, extracted.sql)
             verdict_status = "match" if match else "suite_mismatch"
         clock.lap("compare")
         diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
@@ -223,9 +252,9 @@ class SQLRefineEnv:
         return Trajectory(tuple(self._turns))
 
     def close(self) -> None:
-        """Stop the execution pool if this environment created it."""
-        if self._own_pool:
-            self.pool.close()
+        """Close the gold store if this environment built it."""
+        if self._own_store:
+            self.store.close()
 
     def __enter__(self) -> SQLRefineEnv:
         return self
@@ -234,27 +263,6 @@ class SQLRefineEnv:
         self.close()
 
     # -- internals -----------------------------------------------------------------------------
-    def _prepare(self, example: Example) -> _Gold:
-        key = (example.db_path, example.gold_sql)
-        gold = self._golds.get(key)
-        if gold is None:
-            schema = self._schemas.get(example.db_path)
-            if schema is None:
-                schema = self._schemas[example.db_path] = read_schema(example.db_path)
-            results = gold_results([example], self.preset, self.pool, limits=self.limits, cache=self.cache)[0]
-            main = results[0]
-            if main.status != "ok" or main.truncated:
-                problem = "exceeds the row cap" if main.truncated else f"{main.status}: {main.error}"
-                raise GoldQueryError(f"example {example.index} ({example.db_id}): the gold query {problem}")
-            gold = _Gold(prepare_gold(example.gold_sql, schema, self.config.odt), results)
-            self._golds[key] = gold
-        return gold
-
-    def _execute(self, example: Example, sql: str | None) -> ExecResult:
-        if not sql:
-            return ExecResult("error", error="no SQL found in the response")
-        return self.pool.run(ExecJob(example.db_path, self.preset.prepare_pred(sql), self.limits))
-
     def _feedback(self, diagnosis: Diagnosis, result: ExecResult) -> str:
         details = ""
         level = self.config.feedback
@@ -270,3 +278,6 @@ class SQLRefineEnv:
         assert self._example is not None
         context = RewardContext(self._example.gold_sql, progressive=self.config.progressive)
         return get_reward(self.config.reward).score(self.trajectory, context)
+
+
+_NO_SQL = ExecResult("error", error="no SQL found in the response")

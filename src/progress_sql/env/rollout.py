@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.backends.base import Backend, GenerationConfig
-from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
@@ -49,10 +49,11 @@ def run_rollouts(
     cache: GoldCache | None = None,
     progress: Progress | None = None,
 ) -> list[EpisodeRecord]:
-    """One episode per example (``generation.n`` must be 1); records in example order."""
+    """One episode per example (``generation.n`` must be 1); records in example order. The
+    environments share one gold store over ``pool`` and ``cache``."""
     if generation.n != 1:
         raise ValueError("rollouts sample one response per turn (GenerationConfig.n = 1)")
-    cache = cache if cache is not None else GoldCache()
+    store = make_store(config, pool=pool, cache=cache)
     records: list[EpisodeRecord | None] = [None] * len(examples)
     turns: list[list[TurnRecord]] = [[] for _ in examples]
     active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
@@ -61,7 +62,7 @@ def run_rollouts(
             records[position] = _unscored(example, "skipped", f"database not found: {example.db_path}")
             _advance(progress, config.max_turns)
             continue
-        env = SQLRefineEnv(config, pool=pool, cache=cache)
+        env = SQLRefineEnv(config, store=store)
         try:
             active.append((position, env, env.reset(example)))
         except GoldQueryError as error:

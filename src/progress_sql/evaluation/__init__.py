@@ -1,1 +1,2 @@
-"""Evaluation: scoring predictions against gold queries (execution accuracy first)."""
+"""Evaluation: EX and TS of answers under a comparison preset, votes over samples, per-level metrics,
+the offline ODT analysis and the report, all over a :class:`~progress_sql.execution.gold.GoldStore`."""

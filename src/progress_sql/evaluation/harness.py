@@ -1,8 +1,10 @@
-"""Execution accuracy: run gold (cached) and predicted SQL, judge each pair under a preset.
+"""The evaluation harness: run every answer (cached gold, batched predictions), judge it under the
+store's preset, vote over samples, diagnose the answer with the ODT and, with a test suite, judge it
+on the suite databases too.
 
-Pure orchestration over the pool and the cache; files and the terminal are the command line's job.
-Examples whose database file is absent are ``skipped``; a gold that fails, times out or is truncated
-makes its example ``gold_invalid`` (never a match).
+Pure orchestration over a :class:`~progress_sql.execution.gold.GoldStore`; files and the terminal are
+the command line's job. Examples whose database file is absent are ``skipped``; a gold that fails,
+times out or is truncated makes its example ``gold_invalid`` (never a match).
 """
 
 from __future__ import annotations
@@ -10,151 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from progress_sql.execution.cache import GoldCache, cache_key
-from progress_sql.execution.compare import Preset, describe, judge
-from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
-from progress_sql.execution.pool import ExecutionPool
+from progress_sql.evaluation.voting import Vote, is_valid, majority_vote
+from progress_sql.execution.compare import judge
+from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.worker import ExecJob
-from progress_sql.types import Example, ExecResult, VerdictStatus
+from progress_sql.odt import diagnose
+from progress_sql.sql.hardness import hardness
+from progress_sql.types import Example, ExecResult, Verdict
 
-SampleVerdict = Literal[VerdictStatus, "skipped"]
 Progress = Callable[[int], None]  # advance by n finished executions
 
-
-@dataclass(frozen=True, slots=True)
-class SampleRecord:
-    """One example's outcome, as written to samples.jsonl."""
-
-    index: int
-    db_id: str
-    difficulty: str | None
-    verdict: SampleVerdict
-    match: bool
-    reason: str
-    preset: str
-    pred_status: str | None = None
-    gold_status: str | None = None
-    pred_elapsed_s: float | None = None
-
-
-def score(
-    examples: Sequence[Example],
-    predictions: Sequence[str],
-    preset: Preset,
-    pool: ExecutionPool,
-    *,
-    limits: ExecLimits = DEFAULT_LIMITS,
-    cache: GoldCache | None = None,
-    progress: Progress | None = None,
-) -> list[SampleRecord]:
-    """Judge ``predictions[i]`` against ``examples[i]`` for every i, in order."""
-    if len(examples) != len(predictions):
-        raise ValueError(f"{len(predictions)} predictions for {len(examples)} examples")
-    cache = cache if cache is not None else GoldCache()
-    prediction_of = {e.index: p for e, p in zip(examples, predictions, strict=True)}
-    present = [e for e in examples if Path(e.db_path).is_file()]
-    gold = gold_results(present, preset, pool, limits=limits, cache=cache, progress=progress)
-    pred_jobs = [ExecJob(e.db_path, preset.prepare_pred(prediction_of[e.index]), limits) for e in present]
-    pred_results = pool.run_many(pred_jobs, on_result=(lambda _i, _r: progress(1)) if progress else None)
-    by_index: dict[int, SampleRecord] = {}
-    for example, golds, pred in zip(present, gold, pred_results, strict=True):
-        verdict = judge(preset, example.gold_sql, golds, pred)
-        by_index[example.index] = SampleRecord(
-            index=example.index,
-            db_id=example.db_id,
-            difficulty=example.difficulty,
-            verdict=verdict.status,
-            match=verdict.match,
-            reason=verdict.reason,
-            preset=preset.name,
-            pred_status=pred.status,
-            gold_status=golds[0].status,
-            pred_elapsed_s=round(pred.elapsed_s, 6),
-        )
-    return [
-        by_index.get(e.index)
-        or SampleRecord(
-            e.index, e.db_id, e.difficulty, "skipped", False, f"database not found: {e.db_path}", preset.name
-        )
-        for e in examples
-    ]
-
-
-def gold_results(
-    examples: Sequence[Example],
-    preset: Preset,
-    pool: ExecutionPool,
-    *,
-    limits: ExecLimits = DEFAULT_LIMITS,
-    cache: GoldCache,
-    progress: Progress | None = None,
-) -> list[tuple[ExecResult, ...]]:
-    """The gold results of each example under ``preset`` (all its gold queries), running each distinct
-    (database content, SQL) once and serving repeats from ``cache``."""
-    described = describe(preset)
-    keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, db_path, sql)
-    for example in examples:
-        keyed.append(
-            [
-                (cache_key(example.db_path, sql, described, limits), example.db_path, sql)
-                for sql in preset.gold_queries(example.gold_sql)
-            ]
-        )
-    found: dict[str, ExecResult] = {}
-    missing: dict[str, ExecJob] = {}
-    for entries in keyed:
-        for key, db_path, sql in entries:
-            if key in found or key in missing:
-                continue
-            hit = cache.get(key)
-            if hit is None:
-                missing[key] = ExecJob(db_path, sql, limits)
-            else:
-                found[key] = hit
-    keys = list(missing)
-    ran = pool.run_many([missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None)
-    for key, result in zip(keys, ran, strict=True):
-        cache.put(key, result)
-        found[key] = result
-    return [tuple(found[key] for key, _, _ in entries) for entries in keyed]
-
-
-def summarize(records: Sequence[SampleRecord]) -> dict[str, Any]:
-    """Counts and execution accuracy (EX), overall and per difficulty.
-
-    ``execution_accuracy`` divides matches by the examples that could be scored (database present,
-    gold valid); ``execution_accuracy_with_invalid`` also counts invalid golds as misses.
-    """
-
-    def block(items: Sequence[SampleRecord]) -> dict[str, Any]:
-        skipped = sum(r.verdict == "skipped" for r in items)
-        invalid = sum(r.verdict == "gold_invalid" for r in items)
-        matched = sum(r.match for r in items)
-        scored = len(items) - skipped - invalid
-        counts: dict[str, int] = {}
-        for record in items:
-            counts[record.verdict] = counts.get(record.verdict, 0) + 1
-        return {
-            "examples": len(items),
-            "skipped": skipped,
-            "gold_invalid": invalid,
-            "scored": scored,
-            "matched": matched,
-            "execution_accuracy": matched / scored if scored else None,
-            "execution_accuracy_with_invalid": matched / (scored + invalid) if scored + invalid else None,
-            "verdicts": dict(sorted(counts.items())),
-        }
-
-    summary = block(records)
-    levels = sorted({r.difficulty for r in records if r.difficulty})
-    if levels:
-        summary["by_difficulty"] = {level: block([r for r in records if r.difficulty == level]) for level in levels}
-    return summary
-
-
-# --- the evaluation harness: samples, votes, test suites, hardness, ODT tags ---------------------
 
 RecordStatus = Literal["scored", "skipped", "gold_invalid"]
 Breakdown = Literal["hardness", "difficulty"]
@@ -204,182 +73,151 @@ class EvalRecord:
     preset: str = ""
 
 
-def suite_databases(suite: Path | None, db_id: str, gold_sql: str | None = None) -> list[str]:
-    """The test-suite databases of ``db_id``: ``suite/<db_id>/*.sqlite``, sorted; when the suite's
-    manifest (``progress-sql build-suite``) lists ``gold_sql``, only the files it assigns to that
-    gold (those on which it runs and does not depend on scan order), in the manifest's order."""
-    if suite is None:
-        return []
-    if gold_sql is not None:
-        from progress_sql.testsuite.manifest import gold_databases
-
-        assigned = gold_databases(suite, db_id, gold_sql)
-        if assigned is not None:
-            return [str(suite / db_id / name) for name in assigned if (suite / db_id / name).is_file()]
-    return [str(p) for p in sorted((suite / db_id).glob("*.sqlite"))]
-
-
-def suite_match(
-    example: Example,
-    pred_sql: str,
-    preset: Preset,
-    pool: ExecutionPool,
-    *,
-    suite: Path,
-    limits: ExecLimits = DEFAULT_LIMITS,
-    cache: GoldCache | None = None,
-) -> tuple[bool, int]:
-    """Whether a prediction (already prepared by ``preset``) that matches on the original database
-    also matches on every suite database of its gold, and on how many it was judged. Databases run
-    one at a time and the first disagreement ends the check; a suite database on which the gold
-    fails is left out, as in :func:`evaluate`."""
-    cache = cache if cache is not None else GoldCache()
-    judged = 0
-    for db in suite_databases(suite, example.db_id, example.gold_sql):
-        gold = gold_results([replace(example, db_path=db)], preset, pool, limits=limits, cache=cache)[0]
-        verdict = judge(preset, example.gold_sql, gold, pool.run(ExecJob(db, pred_sql, limits)))
-        if verdict.status == "gold_invalid":
-            continue
-        judged += 1
-        if not verdict.match:
-            return False, judged
-    return True, judged
-
-
 def evaluate(
     examples: Sequence[Example],
     samples: Sequence[Sequence[Sample]],
-    preset: Preset,
-    pool: ExecutionPool,
+    store: GoldStore,
     *,
-    limits: ExecLimits = DEFAULT_LIMITS,
-    cache: GoldCache | None = None,
-    suite: Path | None = None,
     breakdown: Breakdown = "hardness",
     progress: Progress | None = None,
 ) -> list[EvalRecord]:
-    """Evaluate ``samples[i]`` (one or more answers) against ``examples[i]`` for every i, in order.
+    """Evaluate ``samples[i]`` (one or more answers) against ``examples[i]`` for every i, in order,
+    under ``store``'s preset and limits.
 
     Every distinct (database, SQL) runs once. With several samples the answer is the majority vote
-    by execution result (:func:`progress_sql.evaluation.voting.majority_vote`). With ``suite`` an
-    answer that matches on the original database is also run on every suite database of its
-    ``db_id``; it counts for test-suite accuracy only if it matches on all of them (a suite database
-    on which the gold fails is left out for that example).
+    by execution result (:func:`progress_sql.evaluation.voting.majority_vote`). The ODT analysis of
+    the answer uses the store's gold reference, built with the database's schema like the feedback
+    of the environment. With the store's suite lookup, an answer that matches on the original
+    database is also run on every suite database of its gold; it counts for test-suite accuracy
+    only if it matches on all of them (a suite database on which the gold fails is left out for
+    that example).
     """
-    from progress_sql.evaluation.hardness import hardness
-    from progress_sql.evaluation.voting import is_valid, majority_vote
-    from progress_sql.odt import diagnose, prepare_gold
-
     if len(examples) != len(samples):
         raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
-    cache = cache if cache is not None else GoldCache()
-    tick = (lambda _i, _r: progress(1)) if progress else None
     present = [(e, s) for e, s in zip(examples, samples, strict=True) if Path(e.db_path).is_file()]
-    golds = gold_results([e for e, _ in present], preset, pool, limits=limits, cache=cache, progress=progress)
-
-    def run_unique(pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ExecResult]:
-        unique = list(dict.fromkeys(pairs))
-        ran = pool.run_many([ExecJob(db, sql, limits) for db, sql in unique], on_result=tick)
-        return dict(zip(unique, ran, strict=True))
-
-    prepared = [[None if s.sql is None else preset.prepare_pred(s.sql) for s in items] for _, items in present]
-    results = run_unique(
+    for example, items in present:
+        if not items:
+            raise ValueError(f"example {example.index} has no samples")
+    golds = store.prepare_many([e for e, _ in present], progress)
+    runner = _Runner(store, progress)
+    prepared = [[None if s.sql is None else store.preset.prepare_pred(s.sql) for s in items] for _, items in present]
+    runner.run(
         [(e.db_path, sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql is not None]
     )
 
     records: dict[int, EvalRecord] = {}
     pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
     for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
-        level_hardness = hardness(example.gold_sql)
-        level = level_hardness if breakdown == "hardness" else example.difficulty
-        base = EvalRecord(
-            index=example.index, db_id=example.db_id, status="scored", reason="", difficulty=example.difficulty,
-            hardness=level_hardness, level=level, sql=None, verdict="", match=False, samples=len(items),
-            preset=preset.name,
-        )  # fmt: skip
-        if not items:
-            raise ValueError(f"example {example.index} has no samples")
-        sample_results = [None if sql is None else results[(example.db_path, sql)] for sql in sqls]
-        formats = [s.format_ok for s in items]
-        format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
-        if gold[0].status != "ok" or gold[0].truncated:
-            reason = judge(preset, example.gold_sql, gold, ExecResult("error")).reason
-            records[example.index] = replace(
-                base, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid",
-                format_ok_samples=format_count,
-            )  # fmt: skip
-            continue
-        verdicts = [None if r is None else judge(preset, example.gold_sql, gold, r) for r in sample_results]
-        vote = majority_vote(example.gold_sql, sample_results, preset)
-        chosen = vote.chosen if vote.chosen is not None else 0
-        chosen_verdict = verdicts[chosen]
-        correct = sum(bool(v and v.match) for v in verdicts)
-        gold_reference = prepare_gold(example.gold_sql)
-        diagnosis = diagnose(items[chosen].sql or "", gold_reference)
-        record = replace(
-            base,
-            reason=chosen_verdict.reason if chosen_verdict else "no SQL found in the response",
-            sql=items[chosen].sql,
-            verdict=chosen_verdict.status if chosen_verdict else "no_sql",
-            match=bool(chosen_verdict and chosen_verdict.match),
-            correct_samples=correct,
-            valid_samples=sum(is_valid(r) for r in sample_results),
-            format_ok_samples=format_count,
-            first_match=bool(verdicts[0] and verdicts[0].match),
-            chosen_sample=vote.chosen,
-            votes=vote.sizes,
-            vote_share=vote.share,
-            tags=diagnosis.tags,
-            f_struct=round(diagnosis.f_struct, 6),
-        )
+        results = [None if sql is None else runner.results[(example.db_path, sql)] for sql in sqls]
+        record = _judge_example(example, items, results, gold, store, breakdown)
+        chosen_sql = None if record.chosen_sample is None else sqls[record.chosen_sample]
+        record, suite_jobs = _plan_suite(record, example, chosen_sql, store)
         records[example.index] = record
-        databases = suite_databases(suite, example.db_id, example.gold_sql)
-        # A database folder in the suite with no file for this gold: the suite is the original alone.
-        if databases or (suite is not None and (suite / example.db_id).is_dir()):
-            if record.match and databases:
-                chosen_sql = sqls[chosen]
-                assert chosen_sql is not None
-                pending_ts.extend((example, chosen_sql, db) for db in databases)
-            else:
-                records[example.index] = replace(record, ts_match=record.match, ts_databases=len(databases))
-    _judge_suites(pending_ts, records, preset, pool, limits, cache, run_unique, progress)
-    return [
-        records.get(e.index)
-        or EvalRecord(
-            index=e.index,
-            db_id=e.db_id,
-            status="skipped",
-            reason=f"database not found: {e.db_path}",
-            difficulty=e.difficulty,
-            hardness=hardness(e.gold_sql),
-            level=hardness(e.gold_sql) if breakdown == "hardness" else e.difficulty,
-            sql=None,
-            verdict="skipped",
-            match=False,
-            preset=preset.name,
-        )
-        for e in examples
-    ]
+        pending_ts.extend(suite_jobs)
+    _judge_suites(pending_ts, records, store, runner, progress)
+    return [records.get(e.index) or _skipped(e, store, breakdown) for e in examples]
+
+
+class _Runner:
+    """Runs each distinct (database, prepared SQL) once, in batches through the store's pool."""
+
+    def __init__(self, store: GoldStore, progress: Progress | None) -> None:
+        self.store = store
+        self.tick = (lambda _i, _r: progress(1)) if progress else None
+        self.results: dict[tuple[str, str], ExecResult] = {}
+
+    def run(self, pairs: Sequence[tuple[str, str]]) -> None:
+        unique = [pair for pair in dict.fromkeys(pairs) if pair not in self.results]
+        ran = self.store.pool.run_many([ExecJob(db, sql, self.store.limits) for db, sql in unique], on_result=self.tick)
+        self.results.update(zip(unique, ran, strict=True))
+
+
+def _base_record(example: Example, gold: PreparedGold | None, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
+    level_hardness = gold.hardness if gold is not None else hardness(example.gold_sql)
+    return EvalRecord(
+        index=example.index, db_id=example.db_id, status="scored", reason="", difficulty=example.difficulty,
+        hardness=level_hardness, level=level_hardness if breakdown == "hardness" else example.difficulty,
+        sql=None, verdict="", match=False, preset=store.preset.name,
+    )  # fmt: skip
+
+
+def _skipped(example: Example, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
+    base = _base_record(example, None, store, breakdown)
+    return replace(base, status="skipped", reason=f"database not found: {example.db_path}", verdict="skipped")
+
+
+def _judge_example(
+    example: Example,
+    items: Sequence[Sample],
+    results: Sequence[ExecResult | None],
+    gold: PreparedGold,
+    store: GoldStore,
+    breakdown: Breakdown,
+) -> EvalRecord:
+    """One present example: its answer (the only sample or the vote's choice), judged and diagnosed."""
+    formats = [s.format_ok for s in items]
+    format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
+    base = replace(_base_record(example, gold, store, breakdown), samples=len(items), format_ok_samples=format_count)
+    if gold.error is not None:
+        reason = judge(store.preset, example.gold_sql, gold.results, ExecResult("error")).reason
+        return replace(base, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid")
+    verdicts = [None if r is None else judge(store.preset, example.gold_sql, gold.results, r) for r in results]
+    vote = majority_vote(example.gold_sql, results, store.preset)
+    chosen = vote.chosen if vote.chosen is not None else 0
+    diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
+    return replace(
+        _with_answer(base, verdicts[chosen], vote),
+        sql=items[chosen].sql,
+        correct_samples=sum(bool(v and v.match) for v in verdicts),
+        valid_samples=sum(is_valid(r) for r in results),
+        first_match=bool(verdicts[0] and verdicts[0].match),
+        tags=diagnosis.tags,
+        f_struct=round(diagnosis.f_struct, 6),
+    )
+
+
+def _with_answer(base: EvalRecord, verdict: Verdict | None, vote: Vote) -> EvalRecord:
+    return replace(
+        base,
+        reason=verdict.reason if verdict else "no SQL found in the response",
+        verdict=verdict.status if verdict else "no_sql",
+        match=bool(verdict and verdict.match),
+        chosen_sample=vote.chosen,
+        votes=vote.sizes,
+        vote_share=vote.share,
+    )
+
+
+def _plan_suite(
+    record: EvalRecord, example: Example, chosen_sql: str | None, store: GoldStore
+) -> tuple[EvalRecord, list[tuple[Example, str, str]]]:
+    """The suite runs a scored answer needs, or its test-suite verdict when it needs none."""
+    if record.status != "scored":
+        return record, []
+    databases = store.suite_databases(example)
+    if databases is None:  # no suite, or none for this database: no test-suite verdict
+        return record, []
+    if record.match and databases:
+        assert chosen_sql is not None  # a match has a chosen answer with SQL
+        return record, [(example, chosen_sql, db) for db in databases]
+    # A mismatch stays one; a suite with no file for this gold is the original database alone.
+    return replace(record, ts_match=record.match, ts_databases=len(databases)), []
 
 
 def _judge_suites(
     pending: Sequence[tuple[Example, str, str]],
     records: dict[int, EvalRecord],
-    preset: Preset,
-    pool: ExecutionPool,
-    limits: ExecLimits,
-    cache: GoldCache,
-    run_unique: Callable[[Sequence[tuple[str, str]]], dict[tuple[str, str], ExecResult]],
+    store: GoldStore,
+    runner: _Runner,
     progress: Progress | None,
 ) -> None:
     if not pending:
         return
-    moved = [replace(example, db_path=db) for example, _, db in pending]
-    golds = gold_results(moved, preset, pool, limits=limits, cache=cache, progress=progress)
-    preds = run_unique([(db, sql) for _, sql, db in pending])
+    golds = store.gold_results([replace(example, db_path=db) for example, _, db in pending], progress)
+    runner.run([(db, sql) for _, sql, db in pending])
     outcome: dict[int, list[bool]] = {}
     for (example, sql, db), gold in zip(pending, golds, strict=True):
-        verdict = judge(preset, example.gold_sql, gold, preds[(db, sql)])
+        verdict = judge(store.preset, example.gold_sql, gold, runner.results[(db, sql)])
         if verdict.status == "gold_invalid":
             continue  # the gold fails on this suite database: it says nothing about the prediction
         outcome.setdefault(example.index, []).append(verdict.match)

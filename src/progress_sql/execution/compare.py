@@ -1,8 +1,8 @@
 """Named comparison semantics (presets) and the one entry point that applies them.
 
 ``spider``, ``bird``, ``spider2`` and ``strict`` are documented, with behaviour tables, in
-docs/semantics.md. :func:`judge` compares on one database (the results of the preset's gold queries
-there); test-suite accuracy calls it on each database of a suite (docs/testsuite.md).
+docs/semantics.md. Test-suite accuracy applies :func:`judge` on every suite database of a gold
+(:meth:`progress_sql.execution.gold.GoldStore.suite_match`, :func:`progress_sql.evaluation.harness.evaluate`).
 
 >>> preset = get_preset("spider", keep_distinct=True)
 >>> describe(preset)

@@ -22,9 +22,9 @@ from typing import Literal
 from sqlglot import exp
 
 from progress_sql.data.schema import Schema
-from progress_sql.odt.normalize import parse_for_odt
 from progress_sql.odt.profile import SelectProfile, local_nodes, profile_select, scope_for
 from progress_sql.odt.signature import Renderer, Scope
+from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 
 NodeKind = Literal["ROOT", "SELECT", "SET_OP", "CTE", "SUBQUERY"]
@@ -143,6 +143,11 @@ def build_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_
     statement = parse_for_odt(sql, schema, dialect=dialect)
     if isinstance(statement, ParseFailure):
         return statement
+    return odt_of(statement, schema)
+
+
+def odt_of(statement: exp.Expr, schema: Schema | None = None) -> OdtNode | ParseFailure:
+    """The ODT of a statement already parsed (and normalized) by ``parse_for_odt``, or why there is none."""
     try:
         return tree_from_ast(statement, schema)
     except NotAQueryError as error:

@@ -1,7 +1,7 @@
 """What the gold queries tell the fuzzer: the constants they compare columns with (and so the
 values a suite database needs, with their near misses) and the columns they join on without a
 declared foreign key. Double-quoted literals are read through the ODT's normalization
-(:func:`progress_sql.odt.normalize.parse_for_odt`), as SQLite reads them.
+(:func:`progress_sql.sql.normalize.parse_for_odt`), as SQLite reads them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from progress_sql.data.introspect import ColumnInfo, DatabaseProfile, ForeignKey
 from progress_sql.data.schema import Schema
-from progress_sql.odt.normalize import parse_for_odt
+from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.testsuite.profile import ColumnKey, parent_of, root_column, table_order
 from progress_sql.types import SQLValue
 

@@ -2,6 +2,8 @@
 versions), per database the files chosen, and per gold query the files it is judged on and its
 neighbour coverage. Evaluation reads it to leave out, for one gold, the suite files on which that
 gold fails or depends on scan order; without a manifest every ``<db_id>/*.sqlite`` file counts.
+:func:`suite_lookup` turns a suite folder into the value the gold store judges with
+(:data:`progress_sql.execution.gold.SuiteLookup`).
 
 The manifest holds no timings or absolute times, so rebuilding with the same seed rewrites it
 identically (the original databases' paths aside).
@@ -12,13 +14,16 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from progress_sql.errors import DatasetError
-from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
+from progress_sql.types import Example
+
+if TYPE_CHECKING:  # annotations only: reading a manifest needs none of the suite builder
+    from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -97,3 +102,37 @@ def gold_databases(suite: Path, db_id: str, gold_sql: str) -> tuple[str, ...] | 
     if not manifest.is_file():
         return None
     return _gold_databases(manifest, manifest.stat().st_mtime_ns).get((db_id, gold_sql))
+
+
+def suite_databases(suite: Path | None, db_id: str, gold_sql: str | None = None) -> list[str]:
+    """The test-suite databases of ``db_id``: ``suite/<db_id>/*.sqlite``, sorted; when the suite's
+    manifest (``progress-sql build-suite``) lists ``gold_sql``, only the files it assigns to that
+    gold (those on which it runs and does not depend on scan order), in the manifest's order."""
+    if suite is None:
+        return []
+    if gold_sql is not None:
+        assigned = gold_databases(suite, db_id, gold_sql)
+        if assigned is not None:
+            return [str(suite / db_id / name) for name in assigned if (suite / db_id / name).is_file()]
+    return [str(p) for p in sorted((suite / db_id).glob("*.sqlite"))]
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteFolder:
+    """A suite folder as a :data:`~progress_sql.execution.gold.SuiteLookup`: called with an example, the
+    suite databases of its gold, or None when the folder has nothing for its database (no
+    ``<db_id>/`` folder). An empty tuple means the suite covers the database but assigns this gold
+    no file, so the suite is the original database alone. Equal folders make equal lookups."""
+
+    folder: Path
+
+    def __call__(self, example: Example) -> tuple[str, ...] | None:
+        databases = suite_databases(self.folder, example.db_id, example.gold_sql)
+        if not databases and not (self.folder / example.db_id).is_dir():
+            return None
+        return tuple(databases)
+
+
+def suite_lookup(folder: str | Path) -> SuiteFolder:
+    """The suite lookup of a folder built by ``progress-sql build-suite``."""
+    return SuiteFolder(Path(folder))

@@ -25,7 +25,7 @@ from functools import partial
 from sqlglot import exp
 
 from progress_sql.data.schema import Schema
-from progress_sql.odt.normalize import parse_for_odt
+from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.testsuite.hints import literal_value
 
 #: At most this many neighbours per gold (a deterministic sample beyond it).

@@ -1,10 +1,16 @@
 """Greedy generation with the compact format and execution accuracy (EX) under the ``strict`` preset.
 
+Model SQL runs in the isolated execution pool of a :class:`~progress_sql.execution.gold.GoldStore`,
+which also keeps the gold results.
+
 >>> from progress_sql.data.embedded import real_questions
 >>> examples = real_questions()[:2]
 >>> texts = [f"<think></think><sql>{e.gold_sql}</sql>" for e in examples[:1]] + ["no sql"]
->>> execution_accuracy(examples, texts)
-EXReport(n=2, correct=1, ex=0.5, standard_error=0.3535533905932738, matches=(True, False))
+>>> report = execution_accuracy(examples, texts)
+>>> report
+EXReport(n=2, correct=1, matches=(True, False))
+>>> report.ex, round(report.standard_error, 4), report.as_dict()
+(0.5, 0.3536, {'n': 2, 'correct': 1, 'ex': 0.5, 'se': 0.353553})
 """
 
 from __future__ import annotations
@@ -12,26 +18,48 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from progress_sql.execution.compare import get_preset, judge
-from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
 from progress_sql.sql.extract import extract
-from progress_sql.types import Example, ExecResult
+from progress_sql.types import Example
 
-_LIMITS = ExecLimits(timeout_s=2.0)
+#: Every query of an EX measurement, gold and model (a training-time budget, not the eval command's).
+EX_LIMITS = ExecLimits(timeout_s=2.0)
 
 
 @dataclass(frozen=True, slots=True)
 class EXReport:
-    """Execution accuracy over ``n`` examples; ``standard_error`` = sqrt(ex (1 - ex) / n)."""
+    """Execution accuracy: ``correct`` of ``n`` answers match the gold; ``matches`` says which, when
+    known (pooled reports leave it empty)."""
 
     n: int
     correct: int
-    ex: float
-    standard_error: float
     matches: tuple[bool, ...] = ()
+
+    @property
+    def ex(self) -> float:
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def standard_error(self) -> float:
+        """sqrt(ex (1 - ex) / n)."""
+        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}
+
+
+def ex_store(preset: str = "strict", *, pool: ExecutionPool | None = None) -> GoldStore:
+    """The gold store EX is measured with: ``preset`` and :data:`EX_LIMITS` (a one-worker pool of its
+    own without ``pool``)."""
+    return GoldStore(get_preset(preset), pool=pool, limits=EX_LIMITS)
 
 
 def greedy_sql(
@@ -73,34 +101,37 @@ def greedy_sql(
     return texts
 
 
-def execution_accuracy(examples: Sequence[Example], texts: Sequence[str], preset: str = "strict") -> EXReport:
+def execution_accuracy(
+    examples: Sequence[Example], texts: Sequence[str], preset: str = "strict", *, store: GoldStore | None = None
+) -> EXReport:
     """EX of ``texts`` (model answers, SQL extracted with :func:`progress_sql.sql.extract.extract`)
-    against each example's gold, run through the safe executor and judged by ``preset``. A text
-    with no SQL, and an example whose gold fails, count as wrong."""
+    against each example's gold, run in the isolated pool and judged by ``preset`` (with ``store``,
+    by the store's preset and limits; without, by a store of its own, closed on return). A text with
+    no SQL, an example whose gold fails and one whose database is absent count as wrong."""
     if len(examples) != len(texts):
         raise ValueError(f"{len(examples)} examples but {len(texts)} texts")
-    comparison = get_preset(preset)
-    executor = Executor(max_connections=8)
-    gold_cache: dict[tuple[str, str], list[ExecResult]] = {}
-    matches: list[bool] = []
+    own = store is None
+    store = store if store is not None else ex_store(preset)
     try:
-        for example, text in zip(examples, texts, strict=True):
-            key = (example.db_path, example.gold_sql)
-            if key not in gold_cache:
-                gold_cache[key] = [
-                    executor.run(example.db_path, query, _LIMITS) for query in comparison.gold_queries(example.gold_sql)
-                ]
-            sql = extract(text).sql
-            if sql is None:
-                matches.append(False)
-                continue
-            pred = executor.run(example.db_path, comparison.prepare_pred(sql), _LIMITS)
-            matches.append(judge(comparison, example.gold_sql, gold_cache[key], pred).match)
+        answers = {
+            position: sql
+            for position, (example, text) in enumerate(zip(examples, texts, strict=True))
+            if (sql := extract(text).sql) is not None and Path(example.db_path).is_file()
+        }
+        golds = store.prepare_many([examples[position] for position in answers])
+        jobs = [
+            ExecJob(examples[i].db_path, store.preset.prepare_pred(sql), store.limits) for i, sql in answers.items()
+        ]
+        preds = store.pool.run_many(jobs)
+        matched = {
+            position: judge(store.preset, examples[position].gold_sql, gold.results, pred).match
+            for position, gold, pred in zip(answers, golds, preds, strict=True)
+        }
     finally:
-        executor.close()
-    n, correct = len(matches), sum(matches)
-    ex = correct / n if n else 0.0
-    return EXReport(n, correct, ex, math.sqrt(ex * (1 - ex) / n) if n else 0.0, tuple(matches))
+        if own:
+            store.close()
+    matches = tuple(matched.get(position, False) for position in range(len(examples)))
+    return EXReport(len(matches), sum(matches), matches)
 
 
-__all__ = ["EXReport", "execution_accuracy", "greedy_sql"]
+__all__ = ["EX_LIMITS", "EXReport", "ex_store", "execution_accuracy", "greedy_sql"]

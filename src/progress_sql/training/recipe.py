@@ -28,6 +28,7 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat, Message, opening_messages
 from progress_sql.rewards.registry import get_reward
+from progress_sql.training.evaluate import EXReport
 from progress_sql.training.rl import RLResult, RLSettings, run_rl
 from progress_sql.types import Example
 
@@ -68,23 +69,6 @@ class TrainConfig:
         return self.model in EMBEDDED_SIZES
 
 
-@dataclass(frozen=True, slots=True)
-class Accuracy:
-    n: int
-    correct: int
-
-    @property
-    def ex(self) -> float:
-        return self.correct / self.n if self.n else 0.0
-
-    @property
-    def standard_error(self) -> float:
-        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}
-
-
 @dataclass(slots=True)
 class RunResult:
     """What the report shows."""
@@ -92,10 +76,10 @@ class RunResult:
     config: TrainConfig
     data_sizes: dict[str, int] = field(default_factory=dict)
     sft: dict[str, Any] = field(default_factory=dict)
-    before: dict[str, Accuracy] = field(default_factory=dict)
-    after: dict[str, Accuracy] = field(default_factory=dict)
+    before: dict[str, EXReport] = field(default_factory=dict)
+    after: dict[str, EXReport] = field(default_factory=dict)
     rl: dict[str, RLResult] = field(default_factory=dict)
-    compare_after: dict[str, Accuracy] = field(default_factory=dict)
+    compare_after: dict[str, EXReport] = field(default_factory=dict)
     guard: str = ""
     seconds: float = 0.0
 
@@ -110,27 +94,28 @@ def configure_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def template_set(before: dict[str, Accuracy]) -> Accuracy:
+def template_set(before: dict[str, EXReport]) -> EXReport:
     """The held-out template sets pooled (the guard's yardstick)."""
     parts = [acc for name, acc in before.items() if name != "real_test"]
-    return Accuracy(sum(a.n for a in parts), sum(a.correct for a in parts))
+    return EXReport(sum(a.n for a in parts), sum(a.correct for a in parts))
 
 
 def evaluate(
     model: Any, tokenizer: Any, fmt: ConversationFormat, sets: dict[str, list[Example]]
-) -> dict[str, Accuracy]:
+) -> dict[str, EXReport]:
     """Greedy single-turn EX on each held-out set (the paper's evaluation protocol): the compact
     format through batched generation, a chat-template model through its template."""
-    from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+    from progress_sql.training.evaluate import ex_store, execution_accuracy, greedy_sql
 
     results = {}
-    for name, examples in sets.items():
-        if isinstance(fmt, CompactFormat):
-            texts = greedy_sql(model, tokenizer, fmt, examples)
-        else:
-            texts = _chat_greedy(model, tokenizer, examples)
-        report = execution_accuracy(examples, texts)
-        results[name] = Accuracy(report.n, report.correct)
+    with ex_store() as store:
+        for name, examples in sets.items():
+            if isinstance(fmt, CompactFormat):
+                texts = greedy_sql(model, tokenizer, fmt, examples)
+            else:
+                texts = _chat_greedy(model, tokenizer, examples)
+            report = execution_accuracy(examples, texts, store=store)
+            results[name] = EXReport(report.n, report.correct)
     return results
 
 

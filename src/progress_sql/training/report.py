@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
-from progress_sql.training.recipe import Accuracy, RunResult, template_set
+from progress_sql.training.evaluate import EXReport
+from progress_sql.training.recipe import RunResult, template_set
 
 CURVES = (
     ("reward", "reward R(Y) (group mean)"),
@@ -54,7 +55,7 @@ def summary(result: RunResult) -> dict[str, Any]:
     }
 
 
-def _row(name: str, before: Accuracy, after: Accuracy) -> str:
+def _row(name: str, before: EXReport, after: EXReport) -> str:
     delta = 100 * (after.ex - before.ex)
     return (
         f"| {name} | {before.n} | {100 * before.ex:.1f} +- {100 * before.standard_error:.1f} | "

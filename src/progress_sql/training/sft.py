@@ -25,19 +25,20 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from progress_sql.data.schema import Schema, read_schema
-from progress_sql.execution.compare import get_preset, judge
-from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.odt import GoldReference, diagnose, prepare_gold
+from progress_sql.data.schema import Schema
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
+from progress_sql.odt import diagnose
 from progress_sql.prompts import CompactFormat
 from progress_sql.training.templates import folded_sql
-from progress_sql.types import Example, ExecResult
+from progress_sql.types import Example
 
 IGNORE_INDEX = -100
-_LIMITS = ExecLimits(timeout_s=2.0, max_rows=10_000)
+#: Every query that checks a corruption, gold and corrupted SQL.
+SFT_LIMITS = ExecLimits(timeout_s=2.0, max_rows=10_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,48 +167,30 @@ CORRUPTIONS: Mapping[str, Corruption] = {
 }
 
 
-@lru_cache(maxsize=64)
-def _schema(db_path: str) -> Schema:
-    return read_schema(db_path)
+def sft_store() -> GoldStore:
+    """The gold store that checks corruptions: the ``strict`` preset and :data:`SFT_LIMITS`, a
+    one-worker pool of its own (the corrupted SQL runs isolated, like any generated SQL)."""
+    return GoldStore(get_preset("strict"), limits=SFT_LIMITS)
 
 
-class _Judge:
-    """Runs SQL and compares it with the gold under the ``strict`` preset (gold results cached)."""
-
-    def __init__(self) -> None:
-        self.preset = get_preset("strict")
-        self.executor = Executor(max_connections=8)
-        self._gold: dict[tuple[str, str], list[ExecResult]] = {}
-
-    def matches(self, example: Example, sql: str) -> bool:
-        key = (example.db_path, example.gold_sql)
-        if key not in self._gold:
-            queries = self.preset.gold_queries(example.gold_sql)
-            self._gold[key] = [self.executor.run(example.db_path, query, _LIMITS) for query in queries]
-        pred = self.executor.run(example.db_path, self.preset.prepare_pred(sql), _LIMITS)
-        return judge(self.preset, example.gold_sql, self._gold[key], pred).match
-
-    def close(self) -> None:
-        self.executor.close()
-
-
-def corrupt(example: Example, rng: random.Random, checker: _Judge | None = None) -> tuple[str, str] | None:
+def corrupt(example: Example, rng: random.Random, store: GoldStore | None = None) -> tuple[str, str] | None:
     """``(corruption name, wrong SQL)`` for ``example``: the first applicable corruption, in a random
-    order, whose SQL differs from the gold and whose result does not match the gold's; or None."""
-    schema = _schema(example.db_path)
-    gold = " ".join(example.gold_sql.split())
-    own = checker is None
-    runner = checker or _Judge()
+    order, whose SQL differs from the gold and whose result does not match the gold's under the
+    store's preset (:func:`sft_store` when none is given); or None."""
+    own = store is None
+    checker = store if store is not None else sft_store()
     try:
+        schema = checker.schema(example.db_path)
+        gold = " ".join(example.gold_sql.split())
         for name in rng.sample(sorted(CORRUPTIONS), len(CORRUPTIONS)):
             wrong = CORRUPTIONS[name](gold, schema, rng)
             if wrong is None or folded_sql(wrong) == folded_sql(gold):
                 continue
-            if not runner.matches(example, wrong):
+            if not checker.judge(example, wrong).match:
                 return name, " ".join(wrong.split())
     finally:
         if own:
-            runner.close()
+            checker.close()
     return None
 
 
@@ -228,24 +211,17 @@ def sft_examples(
     which no corruption yields a mismatching result (rare) stays single-turn.
     """
     rng = random.Random(seed)
-    checker = _Judge()
     result: list[SftExample] = []
-    golds: dict[tuple[str, str], GoldReference] = {}
-    try:
+    with sft_store() as store:
         for example in examples:
             prompt = format.prompt(example.db_id, example.question)
             answer = format.answer(example.gold_sql)
-            wrong = corrupt(example, rng, checker) if rng.random() < two_turn_share else None
+            wrong = corrupt(example, rng, store) if rng.random() < two_turn_share else None
             if wrong is None:
                 result.append(SftExample(prompt, answer))
                 continue
-            key = (example.db_path, example.gold_sql)
-            if key not in golds:
-                golds[key] = prepare_gold(example.gold_sql, _schema(example.db_path))
-            message = diagnose(wrong[1], golds[key]).feedback
+            message = diagnose(wrong[1], store.prepare(example).reference, config=store.odt).feedback
             result.append(SftExample(prompt, answer, (format.answer(wrong[1]), format.feedback(message))))
-    finally:
-        checker.close()
     return result
 
 

@@ -1,4 +1,4 @@
-"""Normalization shared by the ODT, test suites and hardness rules.
+"""SQL normalization for the SQLite dialect, shared by the ODT, test suites, hardness rules and audit.
 
 Two passes:
 
@@ -17,11 +17,18 @@ Two passes:
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from sqlglot import exp
 
-from progress_sql.data.schema import Schema
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure, parse_sql
+
+
+class ColumnNames(Protocol):
+    """What the double-quote rule needs of a schema (``progress_sql.data.schema.Schema`` is one)."""
+
+    def has_column(self, column: str) -> bool: ...
+
 
 # Single-quoted strings are skipped so that a double quote inside them is not taken for a token.
 _QUOTED_TOKEN = re.compile(r"'(?:[^']|'')*'|\"((?:[^\"]|\"\")*)\"")
@@ -65,7 +72,7 @@ def _in_value_position(column: exp.Column) -> bool:
     return False
 
 
-def resolve_double_quoted(tree: exp.Expr, sql: str, schema: Schema | None = None) -> exp.Expr:
+def resolve_double_quoted(tree: exp.Expr, sql: str, schema: ColumnNames | None = None) -> exp.Expr:
     """Turn double-quoted tokens that SQLite would read as strings into string literals (in place)."""
     candidates = double_quoted_tokens(sql)
     if not candidates:
@@ -83,7 +90,9 @@ def resolve_double_quoted(tree: exp.Expr, sql: str, schema: Schema | None = None
     return tree
 
 
-def parse_for_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT) -> exp.Expr | ParseFailure:
+def parse_for_odt(
+    sql: str, schema: ColumnNames | None = None, *, dialect: str = DEFAULT_DIALECT
+) -> exp.Expr | ParseFailure:
     """Parse ``sql`` with the shared entry point and apply SQLite's double-quote rule."""
     tree = parse_sql(sql, dialect=dialect)
     if isinstance(tree, ParseFailure):

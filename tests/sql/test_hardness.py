@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progress_sql.data.tasks import load_task
-from progress_sql.evaluation.hardness import HardnessCounts, hardness, hardness_counts
-from progress_sql.odt.normalize import parse_for_odt
+from progress_sql.sql.hardness import HardnessCounts, hardness, hardness_counts
+from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import ParseFailure
 
 

@@ -21,7 +21,7 @@ others < 2, c2 = 0); ``hard``: (others > 2, c1 <= 2, c2 = 0) or (2 < c1 <= 3, ot
 (c1 <= 1, others = 0, c2 <= 1); else ``extra``. Set operations are parsed as upstream does: the
 ORDER BY / LIMIT that follow the last query belong to it, not to the outermost query.
 
-Parsing goes through :func:`progress_sql.odt.normalize.parse_for_odt` (SQLite's double-quote rule).
+Parsing goes through :func:`progress_sql.sql.normalize.parse_for_odt` (SQLite's double-quote rule).
 
 >>> hardness("SELECT count(*) FROM singer")
 'easy'
@@ -41,7 +41,7 @@ from typing import Literal
 
 from sqlglot import exp
 
-from progress_sql.odt.normalize import parse_for_odt
+from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import ParseFailure
 
 Hardness = Literal["easy", "medium", "hard", "extra"]
@@ -204,7 +204,12 @@ def hardness_counts(tree: exp.Expr) -> HardnessCounts | None:
 def hardness(sql: str) -> Hardness | None:
     """Spider's hardness level of ``sql``; None when it does not parse."""
     tree = parse_for_odt(sql)
-    if isinstance(tree, ParseFailure):
-        return None
+    return None if isinstance(tree, ParseFailure) else hardness_of(tree)
+
+
+def hardness_of(tree: exp.Expr) -> Hardness | None:
+    """The hardness level of a parsed query (None when its outermost part is not a SELECT). The
+    counts do not depend on how double-quoted tokens were read (column or string), so a tree parsed
+    with a schema gives the same level."""
     counts = hardness_counts(tree)
     return None if counts is None else counts.level

@@ -1,0 +1,275 @@
+"""The gold store: what an example's gold query gives, whatever the model answers, prepared once
+per process and shared by every environment, evaluator and trainer adapter of that process.
+
+Per (database, gold SQL), a :class:`PreparedGold`: the gold results under the store's preset (through
+the :class:`~progress_sql.execution.cache.GoldCache`, so a gold that another example or, with a cache
+folder, another run already executed is not run again), the ODT reference built with the database's
+schema, and the Spider hardness, both from one parse of the gold. Per database, the schema and, per
+schema profile, the DDL rendered for the prompt. Model SQL runs in the isolated pool
+(:meth:`GoldStore.run_pred`). Test-suite judging takes a :data:`SuiteLookup` value, built by
+:func:`progress_sql.testsuite.manifest.suite_lookup`, so that ``execution/`` imports nothing above it.
+
+The store is thread-safe: loops that run episodes concurrently (verl, SkyRL) and ask for the same
+example wait for one preparation instead of each doing it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Generic, TypeVar
+
+from progress_sql.data.ddl import SchemaProfile, db_details
+from progress_sql.data.schema import Schema, read_schema
+from progress_sql.errors import GoldQueryError
+from progress_sql.execution.cache import GoldCache, cache_key
+from progress_sql.execution.compare import Preset, describe, judge
+from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
+from progress_sql.odt.build import odt_of
+from progress_sql.odt.config import OdtConfig
+from progress_sql.odt.diagnose import GoldReference
+from progress_sql.sql.hardness import Hardness, hardness, hardness_of
+from progress_sql.sql.lexical import bigrams
+from progress_sql.sql.normalize import parse_for_odt
+from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
+from progress_sql.types import Example, ExecResult, Verdict
+
+SuiteLookup = Callable[[Example], Sequence[str] | None]
+"""The suite database paths of an example's gold: empty when the suite covers its database but
+assigns this gold no file (the suite is then the original database alone), None when the suite has
+nothing for its database. ``progress_sql.testsuite.manifest.suite_lookup(folder)`` builds one."""
+
+Progress = Callable[[int], None]  # advance by n finished executions
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedGold:
+    """One gold query on one database, ready for judging, diagnosing and reporting.
+
+    ``results`` holds one result per gold query of the preset (the first is the gold itself);
+    ``error`` is None when the gold is usable, else why not (it failed, timed out or hit the row
+    cap): such an example is ``gold_invalid`` and never matches.
+    """
+
+    results: tuple[ExecResult, ...]
+    reference: GoldReference
+    hardness: Hardness | None
+    error: str | None = None
+
+
+class _Once(Generic[_K, _V]):
+    """A map whose values are built at most once, even when several threads ask for a key at the
+    same time: the first builds (outside the map's lock), the others wait for it on the key's lock."""
+
+    def __init__(self) -> None:
+        self._values: dict[_K, _V] = {}
+        self._building: dict[_K, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: _K) -> bool:
+        with self._lock:
+            return key in self._values
+
+    def get(self, key: _K, build: Callable[[], _V]) -> _V:
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                if key in self._values:  # built while this thread waited
+                    return self._values[key]
+            value = build()  # a failure leaves the key unbuilt: the next caller tries again
+            with self._lock:
+                self._values[key] = value
+                self._building.pop(key, None)
+        return value
+
+
+def gold_results(
+    examples: Sequence[Example],
+    preset: Preset,
+    pool: ExecutionPool,
+    *,
+    limits: ExecLimits = DEFAULT_LIMITS,
+    cache: GoldCache,
+    progress: Progress | None = None,
+) -> list[tuple[ExecResult, ...]]:
+    """The gold results of each example under ``preset`` (all its gold queries), running each distinct
+    (database content, SQL) once in one batch and serving repeats from ``cache``."""
+    described = describe(preset)
+    keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, db_path, sql)
+    for example in examples:
+        keyed.append(
+            [
+                (cache_key(example.db_path, sql, described, limits), example.db_path, sql)
+                for sql in preset.gold_queries(example.gold_sql)
+            ]
+        )
+    found: dict[str, ExecResult] = {}
+    missing: dict[str, ExecJob] = {}
+    for entries in keyed:
+        for key, db_path, sql in entries:
+            if key in found or key in missing:
+                continue
+            hit = cache.get(key)
+            if hit is None:
+                missing[key] = ExecJob(db_path, sql, limits)
+            else:
+                found[key] = hit
+    keys = list(missing)
+    ran = pool.run_many([missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None)
+    for key, result in zip(keys, ran, strict=True):
+        cache.put(key, result)
+        found[key] = result
+    return [tuple(found[key] for key, _, _ in entries) for entries in keyed]
+
+
+def gold_problem(results: Sequence[ExecResult]) -> str | None:
+    """Why gold results cannot be judged against (None when they can)."""
+    main = results[0]
+    if main.status == "ok" and not main.truncated:
+        return None
+    problem = "exceeds the row cap" if main.truncated else f"{main.status}: {main.error}"
+    return f"the gold query {problem}"
+
+
+def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
+    """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
+    statement = parse_for_odt(sql, schema, dialect=config.dialect)
+    tree = statement if isinstance(statement, ParseFailure) else odt_of(statement, schema)
+    if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
+        level = hardness(sql)
+    else:
+        level = None if isinstance(statement, ParseFailure) else hardness_of(statement)
+    return GoldReference(sql, tree, bigrams(sql), schema), level
+
+
+class GoldStore:
+    """Per-process, thread-safe store of per-example and per-database preparation, shared by every
+    environment, evaluator and trainer adapter of a process. Each (database, gold SQL) is prepared
+    once; each database's schema once, and its rendered DDL once per schema profile.
+
+    Without ``pool`` the store starts (and :meth:`close` stops) a one-worker pool of its own.
+    """
+
+    def __init__(
+        self,
+        preset: Preset,
+        *,
+        pool: ExecutionPool | None = None,
+        limits: ExecLimits = DEFAULT_LIMITS,
+        cache: GoldCache | None = None,
+        odt: OdtConfig | None = None,
+        suite: SuiteLookup | None = None,
+    ) -> None:
+        self.preset = preset
+        self._own_pool = pool is None
+        self.pool = pool if pool is not None else ExecutionPool(workers=1)
+        self.limits = limits
+        self.cache = cache if cache is not None else GoldCache()
+        self.odt = odt if odt is not None else OdtConfig()
+        self.suite = suite
+        self._golds: _Once[tuple[str, str], PreparedGold] = _Once()
+        self._schemas: _Once[str, Schema] = _Once()
+        self._details: _Once[tuple[str, SchemaProfile], str] = _Once()
+
+    # -- gold ----------------------------------------------------------------------------------
+    def prepare(self, example: Example) -> PreparedGold:
+        """The example's prepared gold; never raises for a bad gold (``error`` says why it is one).
+        A missing or unreadable database raises :class:`~progress_sql.errors.DatasetError`."""
+        return self._golds.get(_gold_key(example), partial(self._build, example, None))
+
+    def prepare_many(self, examples: Sequence[Example], progress: Progress | None = None) -> list[PreparedGold]:
+        """:meth:`prepare` for many examples, with the golds not prepared yet run in one batch through
+        the pool (``progress`` advances once per execution)."""
+        todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
+        for example in todo:
+            self.schema(example.db_path)  # a missing database fails here, before anything runs
+        for example, results in zip(todo, self.gold_results(todo, progress), strict=True):
+            self._golds.get(_gold_key(example), partial(self._build, example, results))
+        return [self.prepare(example) for example in examples]
+
+    def require(self, example: Example) -> PreparedGold:
+        """:meth:`prepare`, raising :class:`GoldQueryError` when the gold cannot be used (what an
+        environment's ``reset`` does)."""
+        prepared = self.prepare(example)
+        if prepared.error is not None:
+            raise GoldQueryError(f"example {example.index} ({example.db_id}): {prepared.error}")
+        return prepared
+
+    def gold_results(
+        self, examples: Sequence[Example], progress: Progress | None = None
+    ) -> list[tuple[ExecResult, ...]]:
+        """Only the gold results (no ODT reference), in one batch: for suite databases."""
+        return gold_results(examples, self.preset, self.pool, limits=self.limits, cache=self.cache, progress=progress)
+
+    def _build(self, example: Example, results: tuple[ExecResult, ...] | None) -> PreparedGold:
+        schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
+        if results is None:
+            results = self.gold_results([example])[0]
+        reference, level = prepare_reference(example.gold_sql, schema, self.odt)
+        return PreparedGold(results, reference, level, gold_problem(results))
+
+    # -- databases -----------------------------------------------------------------------------
+    def schema(self, db_path: str) -> Schema:
+        """The database's tables and columns, read once."""
+        return self._schemas.get(db_path, lambda: read_schema(db_path))
+
+    def details(self, db_path: str, profile: SchemaProfile) -> str:
+        """The database's DDL as the prompt shows it under ``profile``, rendered once."""
+        return self._details.get((db_path, profile), lambda: db_details(db_path, profile))
+
+    # -- predictions ---------------------------------------------------------------------------
+    def run_pred(self, example: Example, sql: str) -> ExecResult:
+        """Run the model's SQL on the example's database in the isolated pool (the preset's
+        rewrite of predictions applied)."""
+        return self.pool.run(ExecJob(example.db_path, self.preset.prepare_pred(sql), self.limits))
+
+    def judge(self, example: Example, sql: str) -> Verdict:
+        """Run the model's SQL and judge it against the example's gold on its database."""
+        return judge(self.preset, example.gold_sql, self.prepare(example).results, self.run_pred(example, sql))
+
+    def suite_match(self, example: Example, pred_sql: str) -> bool:
+        """Whether the model's SQL, which matched on the original database, also matches on every
+        suite database of the example's gold (True without a suite lookup or suite databases).
+        Databases run one at a time and the first disagreement ends the check; a suite database on
+        which the gold fails says nothing about the prediction and is left out."""
+        prepared_sql = self.preset.prepare_pred(pred_sql)
+        for db in self.suite_databases(example) or ():
+            moved = replace(example, db_path=db)
+            gold = self.gold_results([moved])[0]
+            verdict = judge(self.preset, example.gold_sql, gold, self.pool.run(ExecJob(db, prepared_sql, self.limits)))
+            if verdict.status != "gold_invalid" and not verdict.match:
+                return False
+        return True
+
+    def suite_databases(self, example: Example) -> Sequence[str] | None:
+        """The suite databases of the example's gold (see :data:`SuiteLookup`); None without a suite."""
+        return None if self.suite is None else self.suite(example)
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the execution pool if this store started it."""
+        if self._own_pool:
+            self.pool.close()
+
+    def __enter__(self) -> GoldStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _gold_key(example: Example) -> tuple[str, str]:
+    return (example.db_path, example.gold_sql)
+
+
+__all__ = ["GoldStore", "PreparedGold", "SuiteLookup", "gold_problem", "gold_results", "prepare_reference"]

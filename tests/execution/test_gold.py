@@ -1,0 +1,174 @@
+"""The gold store: each (database, gold) prepared once, also under concurrency; the ODT reference
+built with the schema; failing golds as values (and as errors for ``require``); suite lookups."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import build_database
+
+from progress_sql.data.schema import read_schema
+from progress_sql.errors import DatasetError, GoldQueryError
+from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore, PreparedGold
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
+from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.types import Example, ExecResult
+
+#: Unqualified ``price``: only the schema says it belongs to contact_lenses.
+JOINED = (
+    "SELECT supplier_name FROM suppliers JOIN contact_lenses ON suppliers.supplier_id = contact_lenses.supplier_id "
+    "WHERE price > 20"
+)
+QUALIFIED = JOINED.replace("WHERE price", "WHERE contact_lenses.price")
+#: A gold that takes a while, so that concurrent callers really overlap.
+SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c"
+
+
+class CountingPool(ExecutionPool):
+    """An execution pool that records every job it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=2)
+        self.jobs: list[ExecJob] = []
+        self._record = threading.Lock()
+
+    def run_many(self, jobs: Sequence[ExecJob], **callbacks: Any) -> list[ExecResult]:
+        with self._record:
+            self.jobs.extend(jobs)
+        return super().run_many(jobs, **callbacks)
+
+    def runs_of(self, sql: str) -> int:
+        return sum(job.sql == sql for job in self.jobs)
+
+
+@pytest.fixture(scope="module")
+def counting_pool() -> Iterator[CountingPool]:
+    with CountingPool() as shared:
+        yield shared
+
+
+@pytest.fixture(scope="module")
+def lenses_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_database("contact_lenses.sql", tmp_path_factory.mktemp("gold_store"))
+
+
+def example(db: Path, gold: str, index: int = 0) -> Example:
+    return Example(index, "A question.", "contact_lenses", str(db), gold)
+
+
+def test_concurrent_callers_prepare_an_example_once(lenses_db: Path, counting_pool: CountingPool) -> None:
+    cache = GoldCache()
+    store = GoldStore(get_preset("strict"), pool=counting_pool, cache=cache)
+    item = example(lenses_db, SLOW)
+    start = threading.Barrier(8)
+    prepared: list[PreparedGold] = []
+
+    def work() -> None:
+        start.wait()
+        prepared.append(store.prepare(item))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(prepared) == 8
+    assert all(p is prepared[0] for p in prepared)
+    assert counting_pool.runs_of(SLOW) == 1
+    assert (cache.misses, cache.hits) == (1, 0)
+    assert prepared[0].results[0].rows == ((300000,),)
+    assert store.prepare(item) is prepared[0]  # and later callers get the same preparation
+    assert counting_pool.runs_of(SLOW) == 1
+
+
+def test_prepare_many_runs_each_distinct_gold_once_in_one_batch(lenses_db: Path, counting_pool: CountingPool) -> None:
+    store = GoldStore(get_preset("strict"), pool=counting_pool)
+    golds = ["SELECT count(*) FROM suppliers", "SELECT count(*) FROM sales"]
+    items = [example(lenses_db, golds[i % 2], index=i) for i in range(6)]
+    before = len(counting_pool.jobs)
+    prepared = store.prepare_many(items)
+    assert len(counting_pool.jobs) - before == 2
+    assert [p.results[0].rows for p in prepared] == [((3,),), ((2,),)] * 3
+    assert prepared[0] is prepared[2] is store.prepare(items[4])
+    assert len(counting_pool.jobs) - before == 2
+
+
+def test_reference_is_built_with_the_schema(lenses_db: Path, pool: ExecutionPool) -> None:
+    store = GoldStore(get_preset("strict"), pool=pool)
+    prepared = store.prepare(example(lenses_db, JOINED))
+    schema = read_schema(lenses_db)
+    assert prepared.reference.schema == schema == store.schema(str(lenses_db))
+    assert prepared.reference == prepare_gold(JOINED, schema, store.odt)
+    assert prepared.hardness == "medium"
+    assert prepared.error is None
+    # With the schema, the unqualified column is contact_lenses.price, as the qualified answer says.
+    assert diagnose(QUALIFIED, prepared.reference).tags == ()
+    assert diagnose(QUALIFIED, prepare_gold(JOINED)).tags == ("WHERE_ERROR",)
+
+
+def test_failing_gold_is_a_value_and_require_raises(lenses_db: Path, pool: ExecutionPool) -> None:
+    store = GoldStore(get_preset("strict"), pool=pool)
+    bad = example(lenses_db, "SELECT * FROM no_such_table", index=7)
+    prepared = store.prepare(bad)
+    assert prepared.error is not None
+    assert "no_such_table" in prepared.error
+    with pytest.raises(GoldQueryError, match=r"example 7 \(contact_lenses\): the gold query .*no_such_table"):
+        store.require(bad)
+    capped = GoldStore(get_preset("strict"), pool=pool, limits=ExecLimits(max_rows=2))
+    assert capped.prepare(example(lenses_db, "SELECT * FROM suppliers")).error == "the gold query exceeds the row cap"
+
+
+def test_a_missing_database_is_a_dataset_error(tmp_path: Path, pool: ExecutionPool) -> None:
+    store = GoldStore(get_preset("strict"), pool=pool)
+    missing = example(tmp_path / "absent.sqlite", "SELECT 1")
+    with pytest.raises(DatasetError, match="database file not found"):
+        store.prepare(missing)
+    with pytest.raises(DatasetError, match="database file not found"):
+        store.prepare_many([missing])
+
+
+def test_predictions_and_details(lenses_db: Path, pool: ExecutionPool) -> None:
+    store = GoldStore(get_preset("spider"), pool=pool)
+    item = example(lenses_db, "SELECT DISTINCT supplier_name FROM suppliers")
+    assert store.run_pred(item, "SELECT supplier_name FROM suppliers").rows == (("Acme",), ("Bright",), ("Clear",))
+    assert store.judge(item, "SELECT supplier_name FROM suppliers ORDER BY 1 DESC").match
+    assert not store.judge(item, "SELECT supplier_name FROM suppliers LIMIT 1").match
+    details = store.details(str(lenses_db), "compact")
+    assert "suppliers" in details
+    assert store.details(str(lenses_db), "compact") is details
+    assert store.details(str(lenses_db), "none") != details
+
+
+def test_suite_match_follows_the_lookup(lenses_db: Path, tmp_path: Path, pool: ExecutionPool) -> None:
+    # A "suite database" where supplier Clear is missing: a hard-coded count is caught there.
+    other = build_database("contact_lenses.sql", tmp_path / "suite")
+
+    with sqlite3.connect(other) as connection:
+        connection.execute("DELETE FROM suppliers WHERE supplier_name = 'Clear'")
+    item = example(lenses_db, "SELECT count(*) FROM suppliers")
+    lookups: dict[str, Sequence[str] | None] = {"suite": [str(other)], "empty": [], "none": None}
+    for name, databases in lookups.items():
+        store = GoldStore(get_preset("strict"), pool=pool, suite=lambda _e, found=databases: found)
+        assert store.suite_databases(item) == databases
+        assert store.suite_match(item, "SELECT count(supplier_id) FROM suppliers")
+        assert store.suite_match(item, "SELECT 3") == (name != "suite")
+    assert GoldStore(get_preset("strict"), pool=pool).suite_match(item, "SELECT 3")
+
+
+def test_owns_and_closes_its_pool_only_without_one(pool: ExecutionPool) -> None:
+    with GoldStore(get_preset("strict")) as own:
+        assert own.pool is not pool
+    with pytest.raises(RuntimeError, match="closed"):
+        own.pool.run_many([ExecJob(":memory:", "SELECT 1", own.limits)])
+    with GoldStore(get_preset("strict"), pool=pool):
+        pass
+    assert pool.run_many([]) == []
