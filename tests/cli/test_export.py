@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
-from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.build import export_items
 from progress_sql.types import Example
@@ -87,7 +87,7 @@ def test_the_prompt_is_the_environments_opening(data: Path, pool: ExecutionPool)
                       "SELECT count(*) FROM singer")  # fmt: skip
     for profile in ("full", "compact", "none"):
         (item,) = export_items([("s", example)], schema_profile=profile)  # type: ignore[arg-type]
-        with SQLRefineEnv(EnvConfig(schema_profile=profile), pool=pool) as env:  # type: ignore[arg-type]
+        with SQLRefineEnv(config := EnvConfig(schema_profile=profile), store=make_store(config, pool=pool)) as env:  # type: ignore[arg-type]
             assert list(item.messages) == env.reset(example)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig, SQLRefineEnv
-from progress_sql.env.core import make_store
+from progress_sql.env.core import make_store, shared_store
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.gold import GoldStore
@@ -83,9 +83,9 @@ def test_budget_exhausted_is_truncated_not_terminated(lenses_db: Path, store: Go
 
 
 def test_match_on_the_last_turn_is_terminated(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(EnvConfig(max_turns=1), pool=pool)  # the environment builds its own store
-    env.reset(lenses_example(lenses_db))
-    step = env.step(answer(case_study.GOLD_SQL))
+    with SQLRefineEnv(EnvConfig(max_turns=1)) as env:  # the environment builds (and closes) its own store
+        env.reset(lenses_example(lenses_db))
+        step = env.step(answer(case_study.GOLD_SQL))
     assert (step.terminated, step.truncated) == (True, False)
     assert step.reward == pytest.approx(2.9)
 
@@ -170,8 +170,18 @@ def test_a_store_for_another_config_is_refused(pool: ExecutionPool, store: GoldS
         with pytest.raises(ConfigError, match="gold store has another"):
             SQLRefineEnv(config, store=store)
     SQLRefineEnv(EnvConfig(max_turns=2, feedback="tags+error", reward="one-shot"), store=store)
-    with pytest.raises(ConfigError, match="not both"):
-        SQLRefineEnv(store=store, pool=pool)
+
+
+def test_shared_store_is_one_store_per_judging_settings_pool_and_cache(pool: ExecutionPool) -> None:
+    cache = GoldCache()
+    store = shared_store(EnvConfig(), pool=pool, cache=cache)
+    # settings that do not change how golds are judged or diagnosed share the store
+    assert (
+        shared_store(EnvConfig(max_turns=2, feedback="tags+error", reward="one-shot"), pool=pool, cache=cache) is store
+    )
+    assert shared_store(EnvConfig(timeout_s=2.0), pool=pool, cache=cache) is not store
+    assert shared_store(EnvConfig(), pool=pool, cache=GoldCache()) is not store
+    assert shared_store(EnvConfig(), pool=pool, cache=cache) is store
 
 
 garbage = st.one_of(

@@ -9,6 +9,7 @@ import pytest
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import make_store
 from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
 from progress_sql.errors import ConfigError
@@ -23,7 +24,7 @@ def answer(sql: str) -> str:
 
 
 def test_records_of_an_episode_round_trip_and_score_like_the_environment(lenses_db: Path, pool: ExecutionPool) -> None:
-    env = SQLRefineEnv(pool=pool)
+    env = SQLRefineEnv(store=make_store(EnvConfig(), pool=pool))
     env.reset(Example(0, case_study.QUESTION, "contact_lenses", str(lenses_db), case_study.GOLD_SQL))
     texts = [answer(sql) for sql in case_study.TURNS]
     steps = [env.step(text) for text in texts]

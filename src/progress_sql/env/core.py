@@ -11,6 +11,7 @@ model query runs in the store's isolated execution pool.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -99,16 +100,37 @@ def make_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: G
     )
 
 
+_shared_stores: dict[tuple[str, int, int], GoldStore] = {}
+_shared_stores_lock = threading.Lock()
+
+
+def shared_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: GoldCache | None = None) -> GoldStore:
+    """The process's one store for this config's judging settings over ``pool`` and ``cache``: trainer
+    adapters make an environment per episode, and every episode of an example (the G samples of a
+    prompt, every step) reuses one preparation of its gold. The store lives as long as the process."""
+    key = (repr(_store_settings(config)), id(pool), id(cache))
+    with _shared_stores_lock:
+        store = _shared_stores.get(key)
+        if store is None:
+            store = _shared_stores[key] = make_store(config, pool=pool, cache=cache)
+        return store
+
+
+def _store_settings(config: EnvConfig) -> dict[str, object]:
+    """What a store built for ``config`` depends on (the settings :func:`_check_store` compares)."""
+    return {
+        "preset": describe(get_preset(config.preset, **config.preset_options)),
+        "limits": exec_limits(config),
+        "odt": config.odt,
+        "suite": None if config.suite is None else suite_lookup(config.suite),
+    }
+
+
 def _check_store(store: GoldStore, config: EnvConfig) -> None:
     """Refuse a store that would judge or diagnose otherwise than ``config`` says."""
-    suite = None if config.suite is None else suite_lookup(config.suite)
-    wanted = {
-        "preset": (describe(get_preset(config.preset, **config.preset_options)), describe(store.preset)),
-        "limits": (exec_limits(config), store.limits),
-        "odt": (config.odt, store.odt),
-        "suite": (suite, store.suite),
-    }
-    for name, (want, have) in wanted.items():
+    have_settings = {"preset": describe(store.preset), "limits": store.limits, "odt": store.odt, "suite": store.suite}
+    for name, want in _store_settings(config).items():
+        have = have_settings[name]
         if want != have:
             raise ConfigError(f"the gold store has another {name} than the EnvConfig: {have!r} instead of {want!r}")
 
@@ -162,8 +184,8 @@ class SQLRefineEnv:
     """reset(example) -> initial messages; step(model text) -> StepResult. Not thread-safe: use one
     environment per concurrent episode, all sharing one :class:`GoldStore` (which is thread-safe).
 
-    Without ``store`` the environment builds (and :meth:`close` closes) ``make_store(config, pool=pool,
-    cache=cache)``; ``pool`` and ``cache`` are for callers that have not moved to a shared store yet.
+    Without ``store`` the environment builds (and :meth:`close` closes) ``make_store(config)``, with a
+    one-worker pool of its own: convenient for one-off use; trainers pass :func:`shared_store`.
     """
 
     def __init__(
@@ -171,16 +193,12 @@ class SQLRefineEnv:
         config: EnvConfig | None = None,
         *,
         store: GoldStore | None = None,
-        pool: ExecutionPool | None = None,
-        cache: GoldCache | None = None,
     ) -> None:
         self.config = config or EnvConfig()
-        if store is not None and (pool is not None or cache is not None):
-            raise ConfigError("give SQLRefineEnv a store, or a pool and cache to build one from, not both")
         if store is not None:
             _check_store(store, self.config)
         self._own_store = store is None
-        self.store = store if store is not None else make_store(self.config, pool=pool, cache=cache)
+        self.store = store if store is not None else make_store(self.config)
         self._example: Example | None = None
         self._gold: PreparedGold | None = None
         self._turns: list[Turn] = []

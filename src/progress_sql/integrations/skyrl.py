@@ -31,7 +31,7 @@ from typing import Any
 import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
@@ -49,8 +49,9 @@ _cache = GoldCache()
 
 
 def _env_for(config: EnvConfig) -> SQLRefineEnv:
-    """The only place this adapter builds an environment (the thread's pool, the process's gold cache)."""
-    return SQLRefineEnv(config, pool=_thread_pool(), cache=_cache)
+    """The only place this adapter builds an environment: on the one gold store for this config over
+    the thread's pool and the process's gold cache."""
+    return SQLRefineEnv(config, store=shared_store(config, pool=_thread_pool(), cache=_cache))
 
 
 def _thread_pool() -> ExecutionPool:

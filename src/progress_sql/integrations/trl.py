@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
@@ -41,8 +41,9 @@ IDS_ATTRIBUTE = "rollout_example_ids"
 
 
 def _make_env(config: EnvConfig, pool: ExecutionPool, cache: GoldCache) -> SQLRefineEnv:
-    """The only place this adapter builds an environment."""
-    return SQLRefineEnv(config, pool=pool, cache=cache)
+    """The only place this adapter builds an environment: one per episode, all on the process's one
+    gold store for this config, pool and cache (a prompt's G samples prepare its gold once)."""
+    return SQLRefineEnv(config, store=shared_store(config, pool=pool, cache=cache))
 
 
 class TokenGenerator(Protocol):

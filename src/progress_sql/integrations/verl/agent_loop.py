@@ -34,7 +34,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 from verl.utils.profiler import simple_timer
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
 from progress_sql.errors import ConfigError, GoldQueryError
@@ -110,8 +110,11 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         self.response_length = int(self.rollout_config.response_length)
 
     def _env(self) -> SQLRefineEnv:
-        """The only place the loop builds an environment (the process's shared pool and gold cache)."""
-        return SQLRefineEnv(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
+        """The only place the loop builds an environment: on the process's one gold store for this
+        config over the shared pool and cache, so each example's gold is prepared once per process."""
+        return SQLRefineEnv(
+            self.env_config, store=shared_store(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
+        )
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         result: T = await self.loop.run_in_executor(self.resources.threads, fn, *args)

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
@@ -85,8 +85,8 @@ class _Shared:
 
 
 def _fallback_env(config: EnvConfig) -> SQLRefineEnv:
-    """The only place the reward function builds an environment (the process's shared resources)."""
-    return SQLRefineEnv(config, pool=_Shared.get_pool(), cache=_Shared.cache)
+    """The only place the reward function builds an environment (the process's shared gold store)."""
+    return SQLRefineEnv(config, store=shared_store(config, pool=_Shared.get_pool(), cache=_Shared.cache))
 
 
 def _single_turn(
