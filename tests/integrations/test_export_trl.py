@@ -130,9 +130,9 @@ def test_the_exported_row_reward_scores_single_turn_answers(exported: Path) -> N
         values = reward([row["prompt"] for row in rows], completions, **columns, trainer_state=None)
     finally:
         reward.close()
-    # a match at turn 1: fmt 0.5 + keep 0.5 + late 2.0 + align -0.1; a failing query: fmt 0.5, align -0.1;
-    # no SQL at all: align -0.1
-    assert values == pytest.approx([2.9, 0.4, -0.1])
+    # a match at turn 1: fmt 0.5 + keep 0.5 + late 2.0 + align -0.1; under the first-turn guard a failing
+    # query is no attempt and stays broken: fmt 0.5 + deteriorate -0.5 + align -0.1; no SQL at all: -0.5 - 0.1
+    assert values == pytest.approx([2.9, -0.1, -0.6])
     assert reward.__name__ == "progressive"
     one_shot = ExportedRowReward(EnvConfig(reward="one-shot", max_turns=4))
     try:
