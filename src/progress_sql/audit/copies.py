@@ -19,11 +19,10 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
 from progress_sql.data.introspect import quote_identifier
 from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
-from progress_sql.types import ExecResult
+from progress_sql.types import Closing, ExecResult
 
 #: Insertion order of each variant (an ORDER BY over the source table's rowid).
 VARIANT_ORDER = {"reversed": "rowid DESC", "shuffled": "(rowid * 2654435761) % 4294967291, rowid"}
@@ -62,7 +61,7 @@ def _copy_rows(connection: sqlite3.Connection, table: str, order: str) -> None:
         connection.execute(f"INSERT INTO main.{quoted} SELECT * FROM src.{quoted}")
 
 
-class PerturbedCopies:
+class PerturbedCopies(Closing):
     """Lazily built perturbed copies of one database, removed on :meth:`close`."""
 
     def __init__(self, source: str | Path, scratch_dir: str | Path | None = None) -> None:
@@ -101,11 +100,3 @@ class PerturbedCopies:
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
-
-    def __enter__(self) -> PerturbedCopies:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self.close()

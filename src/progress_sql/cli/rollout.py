@@ -33,12 +33,13 @@ from progress_sql.cli._common import (
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
-from progress_sql.env.rollout import record_dict, run_rollouts, summarize_rollouts
+from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 from progress_sql.runfolder import RunSummary, basic_report
+from progress_sql.types import plain
 
 
 def rollout_command(
@@ -116,7 +117,7 @@ def rollout_command(
     }
     summary = RunSummary("rollout", settings, {"metrics": metrics})
     report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)
-    write_run(out, summary, [record_dict(r) for r in records], report)
+    write_run(out, summary, [plain(r, DIGITS) for r in records], report)
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
         return

@@ -36,7 +36,7 @@ from progress_sql.sql.hardness import Hardness, hardness, hardness_of
 from progress_sql.sql.lexical import bigrams
 from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
-from progress_sql.types import Example, ExecResult, Verdict
+from progress_sql.types import Closing, Example, ExecResult, Verdict
 
 SuiteLookup = Callable[[Example], Sequence[str] | None]
 """The suite database paths of an example's gold: empty when the suite covers its database but
@@ -152,7 +152,7 @@ def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tup
     return GoldReference(sql, tree, bigrams(sql), schema), level
 
 
-class GoldStore:
+class GoldStore(Closing):
     """Per-process, thread-safe store of per-example and per-database preparation, shared by every
     environment, evaluator and trainer adapter of a process. Each (database, gold SQL) is prepared
     once; each database's schema once, and its rendered DDL once per schema profile.
@@ -260,12 +260,6 @@ class GoldStore:
         """Stop the execution pool if this store started it."""
         if self._own_pool:
             self.pool.close()
-
-    def __enter__(self) -> GoldStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
 
 def _gold_key(example: Example) -> tuple[str, str]:

@@ -31,7 +31,7 @@ from typing import Any
 import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo, shared_store
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
@@ -109,7 +109,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         self.max_turns = self.config.max_turns
         self.env = _env_for(self.config)
         self._reward_so_far = 0.0
-        self._last: TurnInfo | None = None
+        self._last: TurnRecord | None = None
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Prepare the gold; the exported prompt is the environment's own, so it is returned as given
@@ -149,7 +149,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
             observations=observations,
             reward=float(reward),
             done=done,
-            metadata=TurnRecord.from_step(result, action).to_dict(),
+            metadata=result.info.to_dict(),
             postprocessed_action=None,
         )
 

@@ -175,7 +175,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                 break
             with simple_timer("tool_calls", metrics):
                 step = await self._off_loop(env.step, text)
-            records.append(TurnRecord.from_step(step, text))
+            records.append(step.info)
             if step.terminated or step.truncated:
                 stop = "match" if step.terminated else "max_turns"
                 break

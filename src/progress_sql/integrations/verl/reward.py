@@ -95,7 +95,7 @@ def _single_turn(
     example = verl_example({"extra_info": extra_info, "reward_model": {"ground_truth": ground_truth}})
     env = _fallback_env(replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none"))
     env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
-    return [TurnRecord.from_step(env.step(solution_str), solution_str)]
+    return [env.step(solution_str).info]
 
 
 def _reward(records: Sequence[TurnRecord], spec: RewardSpec, context: RewardContext) -> RewardBreakdown:
