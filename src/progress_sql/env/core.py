@@ -41,11 +41,7 @@ FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+
 
 @dataclass(frozen=True, slots=True)
 class EnvConfig:
-    """Settings of the refinement loop. ``feedback`` ``tags`` is the paper's; the richer levels add
-    the database's error message and a short preview of the result. With ``suite`` (a folder built
-    by ``progress-sql build-suite``), a turn matches only when its result also agrees with the gold
-    on every suite database of the example's gold (test-suite accuracy), so that an answer which is
-    right on the original database by accident (a hard-coded value) earns no match."""
+    """Settings of the refinement loop; each field's meaning: docs/environment.md."""
 
     max_turns: int = 4
     preset: str = "strict"
