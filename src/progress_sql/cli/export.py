@@ -35,7 +35,7 @@ from progress_sql.export.build import (
 )
 from progress_sql.export.formats import FORMATS, get_format
 from progress_sql.progress import progress_bar
-from progress_sql.runfolder import RunSummary, basic_report, package_versions
+from progress_sql.runfolder import RunSummary, basic_report, package_versions, write_json
 from progress_sql.types import Example
 
 
@@ -151,7 +151,7 @@ def export_command(
         "export_version": EXPORT_VERSION,
         "versions": package_versions(),
     }
-    common.write_json(manifest_path(out), manifest)
+    write_json(manifest_path(out), manifest)
     if report_dir is not None:
         options = {"format": fmt.name, "out": str(out), "filter": filter_name, "workers": workers or None,
                    "timeout_s": timeout, **settings}  # fmt: skip
