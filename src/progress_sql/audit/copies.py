@@ -1,17 +1,8 @@
-"""Temporary copies of a database whose rows are stored in another physical order.
-
-A gold whose result depends on the order rows happen to be stored in (LIMIT without ORDER BY, a bare
-column in an aggregate query, ties under ORDER BY, ``group_concat``) gives another result on a copy.
-The copies keep the schema (tables, indexes, views; no triggers), live in one
-:class:`tempfile.TemporaryDirectory` and are removed by :meth:`PerturbedCopies.close`. The original
-is only ever opened read-only.
-
-Variants:
-
-* ``reversed``: rows inserted in descending rowid order, queried with
-  ``PRAGMA reverse_unordered_selects = ON`` (so that tables whose rowid is their INTEGER PRIMARY
-  KEY, which keep their order whatever the insertion order, are also scanned backwards);
-* ``shuffled``: rows inserted in a fixed pseudo-random order (a multiplicative hash of the rowid).
+"""Temporary copies of a database whose rows are stored in another physical order (``reversed``,
+``shuffled``; docs/audit.md), so that a gold whose result depends on storage order (LIMIT without
+ORDER BY, a bare column of an aggregate query, ties under ORDER BY, ``group_concat``) gives another
+result on a copy. The copies live in one :class:`tempfile.TemporaryDirectory`, removed by
+:meth:`PerturbedCopies.close`; the original is only ever opened read-only.
 """
 
 from __future__ import annotations
