@@ -1,17 +1,8 @@
-"""The run folder every command with ``--out DIR`` leaves: ``summary.json``, ``samples.jsonl``, ``report.md``.
-
-- ``summary.json``: what ran (``command``), with which settings (``settings``) and package versions
-  (``versions``), then the command's own results. Written from a typed summary (:class:`RunSummary`,
-  or a command's own frozen dataclass with ``command`` and ``to_dict()``, such as
-  ``evaluation.run.EvalSummary``).
-- ``samples.jsonl``: one JSON record per line, one per unit of work: an example (``eval``,
-  ``rollout``, ``audit``), a gold query (``build-suite``), an exported example (``export``), a
-  training step (``train``), a point of the curve (``reward-bound``). The name is the design's and
-  ``eval``'s; ``progress-sql compare-runs`` reads it.
-- ``report.md``: the same results for people.
-
-Commands keep the other files they write (plots, ``manifest.json``, ``records.jsonl`` ...). This
-module is a leaf: it imports nothing else from the package, so any layer may write a run folder.
+"""The run folder every command with ``--out DIR`` leaves: ``summary.json`` (what ran, with which
+settings and package versions, then the command's results; written from a typed summary),
+``samples.jsonl`` (one record per unit of work, the name ``compare-runs`` reads) and ``report.md``.
+Each command's records and extra files: docs/cli.md ("Run folders"). This module imports nothing
+else from the package, so any layer may write a run folder.
 """
 
 from __future__ import annotations

@@ -7,15 +7,34 @@ around without copying and without surprises.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 #: A value SQLite hands back: NULL, INTEGER, REAL, TEXT or BLOB.
 SQLValue: TypeAlias = int | float | str | bytes | None
 Row: TypeAlias = tuple[SQLValue, ...]
 
 ExecStatus = Literal["ok", "error", "timeout"]
+
+
+_Closing = TypeVar("_Closing", bound="Closing")
+
+
+class Closing:
+    """A resource that a ``with`` block closes: subclasses define :meth:`close`."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Closing) -> _Closing:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +146,10 @@ class RewardBreakdown:
 
     def to_dict(self, digits: int | None = None) -> dict[str, Any]:
         """Plain values (JSON, Ray, parquet); ``digits`` rounds the numbers for files meant for reading."""
-
-        def number(value: float) -> float:
-            return value if digits is None else round(value, digits)
-
+        components = {name: plain(value, digits) for name, value in self.components}
         return {
-            "total": number(self.total),
-            "components": {name: number(value) for name, value in self.components},
+            "total": plain(self.total, digits),
+            "components": components,
             "version": self.version,
             "config_hash": self.config_hash,
         }
@@ -143,3 +159,23 @@ class RewardBreakdown:
         """The breakdown :meth:`to_dict` wrote."""
         components = tuple((str(name), float(value)) for name, value in dict(data["components"]).items())
         return cls(float(data["total"]), components, str(data["version"]), str(data["config_hash"]))
+
+
+def plain(value: Any, digits: int | None = None) -> Any:
+    """``value`` as plain data (JSON, Ray, parquet): a record by its fields (a reward breakdown by its
+    ``to_dict``), mappings as dicts, tuples as lists; ``digits`` rounds the floats for files meant for reading.
+
+    >>> plain(Turn("SELECT 1", True, True, False, 0.123456), digits=2)
+    {'sql': 'SELECT 1', 'format_ok': True, 'executable': True, 'match': False, 'f': 0.12, 'response': ''}
+    """
+    if isinstance(value, float):
+        return value if digits is None else round(value, digits)
+    if isinstance(value, RewardBreakdown):
+        return value.to_dict(digits)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: plain(getattr(value, field.name), digits) for field in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {key: plain(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item, digits) for item in value]
+    return value

@@ -28,7 +28,9 @@ def test_records_of_an_episode_round_trip_and_score_like_the_environment(lenses_
     env.reset(Example(0, case_study.QUESTION, "contact_lenses", str(lenses_db), case_study.GOLD_SQL))
     texts = [answer(sql) for sql in case_study.TURNS]
     steps = [env.step(text) for text in texts]
-    records = [TurnRecord.from_step(step, text) for step, text in zip(steps, texts, strict=True)]
+    records = [step.info for step in steps]
+
+    assert [r.response for r in records] == texts
 
     assert [r.turn for r in records] == [1, 2, 3]
     assert records[0].feedback == steps[0].observation["content"]  # type: ignore[index]

@@ -79,7 +79,7 @@ def test_the_reward_loop_scores_the_record_like_the_reward(model_dir: Path, exam
     texts = [answer("SELECT name FROM singer"), answer(example.gold_sql)]
     with SQLRefineEnv(EnvConfig(max_turns=4)) as env:
         env.reset(example)
-        records = [TurnRecord.from_step(env.step(text), text).to_dict() for text in texts]
+        records = [env.step(text).info.to_dict() for text in texts]
     extra_fields = {TURNS_KEY: records, "turn_scores": [], "tool_rewards": []}
     result = reward_loop_score(model_dir, example, "".join(texts), extra_fields, gamma=0.8, omega_acc=3.0)
 

@@ -1,17 +1,8 @@
-"""Temporary copies of a database whose rows are stored in another physical order.
-
-A gold whose result depends on the order rows happen to be stored in (LIMIT without ORDER BY, a bare
-column in an aggregate query, ties under ORDER BY, ``group_concat``) gives another result on a copy.
-The copies keep the schema (tables, indexes, views; no triggers), live in one
-:class:`tempfile.TemporaryDirectory` and are removed by :meth:`PerturbedCopies.close`. The original
-is only ever opened read-only.
-
-Variants:
-
-* ``reversed``: rows inserted in descending rowid order, queried with
-  ``PRAGMA reverse_unordered_selects = ON`` (so that tables whose rowid is their INTEGER PRIMARY
-  KEY, which keep their order whatever the insertion order, are also scanned backwards);
-* ``shuffled``: rows inserted in a fixed pseudo-random order (a multiplicative hash of the rowid).
+"""Temporary copies of a database whose rows are stored in another physical order (``reversed``,
+``shuffled``; docs/audit.md), so that a gold whose result depends on storage order (LIMIT without
+ORDER BY, a bare column of an aggregate query, ties under ORDER BY, ``group_concat``) gives another
+result on a copy. The copies live in one :class:`tempfile.TemporaryDirectory`, removed by
+:meth:`PerturbedCopies.close`; the original is only ever opened read-only.
 """
 
 from __future__ import annotations
@@ -19,11 +10,10 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
 from progress_sql.data.introspect import quote_identifier
 from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
-from progress_sql.types import ExecResult
+from progress_sql.types import Closing, ExecResult
 
 #: Insertion order of each variant (an ORDER BY over the source table's rowid).
 VARIANT_ORDER = {"reversed": "rowid DESC", "shuffled": "(rowid * 2654435761) % 4294967291, rowid"}
@@ -62,7 +52,7 @@ def _copy_rows(connection: sqlite3.Connection, table: str, order: str) -> None:
         connection.execute(f"INSERT INTO main.{quoted} SELECT * FROM src.{quoted}")
 
 
-class PerturbedCopies:
+class PerturbedCopies(Closing):
     """Lazily built perturbed copies of one database, removed on :meth:`close`."""
 
     def __init__(self, source: str | Path, scratch_dir: str | Path | None = None) -> None:
@@ -101,11 +91,3 @@ class PerturbedCopies:
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
-
-    def __enter__(self) -> PerturbedCopies:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self.close()

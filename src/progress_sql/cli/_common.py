@@ -26,33 +26,7 @@ from rich.console import Console
 
 from progress_sql.errors import ProgressSQLError
 from progress_sql.execution.compare import PRESETS
-from progress_sql.runfolder import RunFolder, Summary, package_versions, write_json
-
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "DEFAULT_WORKERS",
-    "TIMEOUT_EXCEPTIONS",
-    "add_command",
-    "algorithm_option",
-    "check_timeout",
-    "data_dir_option",
-    "fail",
-    "json_option",
-    "out_dir_option",
-    "package_versions",
-    "prepare_out",
-    "preset_option",
-    "resolve_workers",
-    "stderr",
-    "stdout",
-    "task_option",
-    "timeout_default",
-    "timeout_option",
-    "warn",
-    "workers_option",
-    "write_json",
-    "write_run",
-]
+from progress_sql.runfolder import RunFolder, Summary
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)

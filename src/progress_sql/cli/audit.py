@@ -14,21 +14,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import (
-    add_command,
-    check_timeout,
-    data_dir_option,
-    fail,
-    json_option,
-    out_dir_option,
-    prepare_out,
-    resolve_workers,
-    stdout,
-    task_option,
-    timeout_option,
-    workers_option,
-    write_run,
-)
+from progress_sql.cli import _common as common
 from progress_sql.runfolder import RunSummary
 
 #: The audit's records under the name it wrote before the common run folder (users read it).
@@ -36,14 +22,14 @@ LEGACY_RECORDS = "records.jsonl"
 
 
 def audit_command(
-    task: str = task_option(),
-    data_dir: Path | None = data_dir_option(),
-    out: Path = out_dir_option(Path("runs/audit"), also="counts.png, records.jsonl"),
+    task: str = common.task_option(),
+    data_dir: Path | None = common.data_dir_option(),
+    out: Path = common.out_dir_option(Path("runs/audit"), also="counts.png, records.jsonl"),
     checks: str | None = typer.Option(None, "--checks", help="Comma-separated check ids or names (default: all)."),
-    workers: int = workers_option(),
-    timeout: float = timeout_option("audit"),
+    workers: int = common.workers_option(),
+    timeout: float = common.timeout_option("audit"),
     db: str | None = typer.Option(None, "--db", help="Audit only the examples of this database id."),
-    as_json: bool = json_option(),
+    as_json: bool = common.json_option(),
 ) -> None:
     """Audit gold queries with mechanical checks (read-only; perturbed copies are temporary)."""
     from progress_sql.audit.catalogue import resolve_checks
@@ -51,15 +37,15 @@ def audit_command(
     from progress_sql.audit.runner import audit_examples
     from progress_sql.data.tasks import load_task
 
-    check_timeout(timeout)
-    processes = resolve_workers(workers)
+    common.check_timeout(timeout)
+    processes = common.resolve_workers(workers)
     selected = resolve_checks(None if checks is None else [c for c in checks.split(",") if c.strip()])
     examples = load_task(task, data_dir)
     if db is not None:
         examples = [e for e in examples if e.db_id == db]
         if not examples:
-            fail(f"no example of {task} uses database {db!r}")
-    prepare_out(out)
+            common.fail(f"no example of {task} uses database {db!r}")
+    common.prepare_out(out)
     started = time.perf_counter()
     records = audit_examples(
         examples, [c.id for c in selected], workers=processes, timeout_s=timeout, progress=not as_json
@@ -76,7 +62,7 @@ def audit_command(
     results = summarize(records, selected)
     results |= {"task": task, "seconds": round(seconds, 1), "workers": processes, "timeout_s": timeout}
     summary = RunSummary("audit", settings, results)
-    write_run(out, summary, [r.as_dict() for r in records], markdown_report(records, selected, results, task))
+    common.write_run(out, summary, [r.as_dict() for r in records], markdown_report(records, selected, results, task))
     write_records(records, out / LEGACY_RECORDS)
     _plot(results, out / "counts.png", task)
     if as_json:
@@ -87,8 +73,8 @@ def audit_command(
         table.add_column(column, justify="right" if column == "fired" else "left")
     for check_id, entry in results["checks"].items():
         table.add_row(check_id, entry["name"], entry["family"], str(entry["fired"]))
-    stdout.print(table)
-    stdout.print(f"report: {out / 'report.md'}")
+    common.stdout.print(table)
+    common.stdout.print(f"report: {out / 'report.md'}")
 
 
 def _plot(summary: dict[str, Any], path: Path, task: str) -> None:
@@ -98,8 +84,8 @@ def _plot(summary: dict[str, Any], path: Path, task: str) -> None:
     try:
         audit_counts_plot(counts, path, f"gold audit: {Path(task).name} ({summary['examples']} examples)")
     except PlottingUnavailableError as error:
-        stdout.print(f"[yellow]no plot:[/] {error}")
+        common.stdout.print(f"[yellow]no plot:[/] {error}")
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "audit", audit_command)
+    common.add_command(app, "audit", audit_command)

@@ -17,22 +17,7 @@ from typing import Any
 
 import typer
 
-from progress_sql.cli._common import (
-    add_command,
-    check_timeout,
-    data_dir_option,
-    fail,
-    json_option,
-    out_dir_option,
-    prepare_out,
-    preset_option,
-    resolve_workers,
-    stdout,
-    task_option,
-    timeout_option,
-    workers_option,
-    write_run,
-)
+from progress_sql.cli import _common as common
 from progress_sql.data.tasks import resolve_task
 from progress_sql.execution.compare import get_preset
 from progress_sql.progress import progress_bar
@@ -43,25 +28,25 @@ from progress_sql.testsuite.manifest import coverage_summary, write_manifest
 
 
 def build_suite_command(
-    task: str = task_option(),
-    data_dir: Path | None = data_dir_option(),
-    out: Path = out_dir_option(also="<db_id>/*.sqlite, manifest.json"),
+    task: str = common.task_option(),
+    data_dir: Path | None = common.data_dir_option(),
+    out: Path = common.out_dir_option(also="<db_id>/*.sqlite, manifest.json"),
     seed: int = typer.Option(0, "--seed", help="Seed of the fuzzed databases (same seed: same bytes)."),
     pool: int = typer.Option(24, "--pool", help="Fuzzed databases tried per schema."),
     max_dbs: int = typer.Option(10, "--max-dbs", help="Most databases per suite, the original included."),
     db: list[str] = typer.Option([], "--db", help="Only these db_ids (repeatable)."),
-    preset: str | None = preset_option(),
-    timeout: float = timeout_option("build-suite"),
-    workers: int = workers_option(),
-    json_output: bool = json_option(),
+    preset: str | None = common.preset_option(),
+    timeout: float = common.timeout_option("build-suite"),
+    workers: int = common.workers_option(),
+    json_output: bool = common.json_option(),
 ) -> None:
     """Build test suites for test-suite accuracy: fuzz, find neighbours, distil by set cover."""
     if pool < 0:
-        fail(f"--pool must be >= 0, got {pool}")
+        common.fail(f"--pool must be >= 0, got {pool}")
     if max_dbs < 1:
-        fail(f"--max-dbs must be >= 1 (the original database counts), got {max_dbs}")
-    check_timeout(timeout)
-    processes = resolve_workers(workers)
+        common.fail(f"--max-dbs must be >= 1 (the original database counts), got {max_dbs}")
+    common.check_timeout(timeout)
+    processes = common.resolve_workers(workers)
     spec, examples = resolve_task(task, data_dir)
     chosen: str = preset or spec.preset
     get_preset(chosen)
@@ -69,15 +54,15 @@ def build_suite_command(
     if db:
         unknown = sorted(set(db) - {j.db_id for j in jobs} - set(missing))
         if unknown:
-            fail(f"--db names no database of {task}: {', '.join(unknown)}")
+            common.fail(f"--db names no database of {task}: {', '.join(unknown)}")
         jobs = [j for j in jobs if j.db_id in set(db)]
         missing = [m for m in missing if m in set(db)]
     if not jobs:
-        fail(f"no database of {task} is present under {data_dir}")
+        common.fail(f"no database of {task} is present under {data_dir}")
     config = SuiteConfig(seed=seed, pool=pool, max_dbs=max_dbs, preset=chosen, timeout_s=timeout)
-    prepare_out(out)
+    common.prepare_out(out)
     started = time.perf_counter()
-    with progress_bar("[bold]build-suite[/] {task.description}", console=stdout, quiet=json_output) as bar:
+    with progress_bar("[bold]build-suite[/] {task.description}", console=common.stdout, quiet=json_output) as bar:
         job = bar.add_task(f"{len(jobs)} schemas, pool {pool}", total=len(jobs))
         judged = bar.add_task("fuzzed databases judged", total=len(jobs) * pool)
         parallel = processes > 1 and len(jobs) > 1
@@ -101,7 +86,7 @@ def build_suite_command(
     results = {"coverage": summary, "elapsed_s": round(elapsed, 3), "missing": missing, "manifest": str(manifest)}
     run = RunSummary("build-suite", settings, results)
     report = basic_report(f"Test suites: {task}", run.to_dict(), results=results, notes=_notes(suites))
-    write_run(out, run, _gold_records(suites), report)
+    common.write_run(out, run, _gold_records(suites), report)
     if json_output:
         typer.echo(json.dumps(run.to_dict(), indent=2))
         return
@@ -109,11 +94,11 @@ def build_suite_command(
         values = [g.coverage for g in suite.golds if g.coverage is not None]
         shown = f"{100 * sum(values) / len(values):.1f}%" if values else "n/a"
         note = f", foreign keys exempted: {', '.join(suite.invalid_foreign_keys)}" if suite.invalid_foreign_keys else ""
-        stdout.print(f"  {suite.db_id}: {len(suite.databases)} fuzzed + original, coverage {shown}{note}")
+        common.stdout.print(f"  {suite.db_id}: {len(suite.databases)} fuzzed + original, coverage {shown}{note}")
     if missing:
-        stdout.print(f"database absent (no suite): {', '.join(missing)}")
+        common.stdout.print(f"database absent (no suite): {', '.join(missing)}")
     mean = summary.get("mean")
-    stdout.print(
+    common.stdout.print(
         f"mean neighbour coverage: [bold]{'n/a' if mean is None else f'{100 * mean:.2f}%'}[/] over "
         f"{summary['with_neighbours']} gold queries; {elapsed:.1f} s; manifest: {manifest}"
     )
@@ -134,4 +119,4 @@ def _notes(suites: Sequence[SchemaSuite]) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "build-suite", build_suite_command)
+    common.add_command(app, "build-suite", build_suite_command)

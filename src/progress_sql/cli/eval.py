@@ -19,20 +19,7 @@ import typer
 
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS, make_backend
-from progress_sql.cli._common import (
-    add_command,
-    check_timeout,
-    data_dir_option,
-    fail,
-    json_option,
-    out_dir_option,
-    preset_option,
-    resolve_workers,
-    stdout,
-    task_option,
-    timeout_option,
-    workers_option,
-)
+from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate
@@ -48,8 +35,8 @@ from progress_sql.testsuite.manifest import suite_lookup
 
 
 def eval_command(
-    task: str = task_option(),
-    data_dir: Path | None = data_dir_option(),
+    task: str = common.task_option(),
+    data_dir: Path | None = common.data_dir_option(),
     predictions: Path | None = typer.Option(
         None, "--predictions", help="One SQL per line in dataset order, or JSONL (with 'samples' for several)."
     ),
@@ -64,31 +51,31 @@ def eval_command(
     seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
     suite: Path | None = typer.Option(None, "--suite", help="Test-suite folder: <db_id>/*.sqlite databases (TS)."),
-    preset: str | None = preset_option(),
-    out: Path = out_dir_option(also="plots"),
+    preset: str | None = common.preset_option(),
+    out: Path = common.out_dir_option(also="plots"),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
-    timeout: float = timeout_option("eval"),
-    workers: int = workers_option(),
+    timeout: float = common.timeout_option("eval"),
+    workers: int = common.workers_option(),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Keep gold results on disk here across runs."),
     keep_distinct: bool = typer.Option(False, "--keep-distinct", help="spider preset: do not strip DISTINCT."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the report's plots (needs matplotlib)."),
-    json_output: bool = json_option(),
+    json_output: bool = common.json_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
-    check_timeout(timeout)
-    processes = resolve_workers(workers)
+    common.check_timeout(timeout)
+    processes = common.resolve_workers(workers)
     if (predictions is None) == (backend is None):
-        fail("give exactly one of --predictions FILE and --backend NAME")
+        common.fail("give exactly one of --predictions FILE and --backend NAME")
     if n < 1:
-        fail(f"--n must be >= 1, got {n}")
+        common.fail(f"--n must be >= 1, got {n}")
     if schema_profile not in SCHEMA_PROFILES:
-        fail(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
+        common.fail(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     if suite is not None and not suite.is_dir():
-        fail(f"suite folder not found: {suite} (expected <db_id>/*.sqlite databases)")
+        common.fail(f"suite folder not found: {suite} (expected <db_id>/*.sqlite databases)")
     spec, examples = resolve_task(task, data_dir)
     chosen_name = preset or spec.preset
     if keep_distinct and chosen_name != "spider":
-        fail("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
+        common.fail("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
     chosen = get_preset(chosen_name, **({"keep_distinct": True} if keep_distinct else {}))
     every = len(examples)
     if limit is not None:
@@ -121,7 +108,7 @@ def eval_command(
     cache = GoldCache(cache_dir)
     with (
         ExecutionPool(processes) as pool,
-        progress_bar("[bold]eval[/] {task.description}", console=stdout, quiet=json_output) as bar,
+        progress_bar("[bold]eval[/] {task.description}", console=common.stdout, quiet=json_output) as bar,
     ):
         if generator is not None:
             job = bar.add_task(f"generating with {backend}", total=present)
@@ -130,7 +117,7 @@ def eval_command(
                     examples, generator, inputs.generation, schema_profile, lambda k: bar.advance(job, k)
                 )
             except Exception as error:  # a backend failure (network, model) ends the run with its message
-                fail(f"generation failed: {type(error).__name__}: {error}")
+                common.fail(f"generation failed: {type(error).__name__}: {error}")
         total = present * (1 + n)
         job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
         store = GoldStore(
@@ -151,7 +138,7 @@ def eval_command(
     try:
         write_eval_run(out, records, summary, plots=plots)
     except OSError as error:
-        fail(f"cannot write results to {out}: {error}")
+        common.fail(f"cannot write results to {out}: {error}")
     if json_output:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
     else:
@@ -161,23 +148,23 @@ def eval_command(
 def _print(metrics: Any, out: Path, preset: str) -> None:
     accuracy = metrics["execution_accuracy"]
     shown = "n/a" if accuracy is None else f"{100 * accuracy:.2f}%"
-    stdout.print(
+    common.stdout.print(
         f"execution accuracy ({preset}): [bold]{shown}[/] ({metrics['matched']} of {metrics['scored']} scored examples)"
     )
     if metrics["ts_scored"]:
-        stdout.print(
+        common.stdout.print(
             f"test-suite accuracy: {100 * metrics['test_suite_accuracy']:.2f}% ({metrics['ts_scored']} examples; "
             f"EX - TS on them: {100 * metrics['ex_minus_ts']:.2f} points)"
         )
     for level, block in metrics["by_level"].items():
         value = block["execution_accuracy"]
-        stdout.print(f"  {level}: {'n/a' if value is None else f'{100 * value:.2f}%'} of {block['scored']}")
+        common.stdout.print(f"  {level}: {'n/a' if value is None else f'{100 * value:.2f}%'} of {block['scored']}")
     if metrics["skipped"]:
-        stdout.print(f"skipped (database absent): {metrics['skipped']}")
+        common.stdout.print(f"skipped (database absent): {metrics['skipped']}")
     if metrics["gold_invalid"]:
-        stdout.print(f"invalid (gold query failed): {metrics['gold_invalid']}")
-    stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")
+        common.stdout.print(f"invalid (gold query failed): {metrics['gold_invalid']}")
+    common.stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "eval", eval_command)
+    common.add_command(app, "eval", eval_command)

@@ -22,20 +22,7 @@ from typing import Any
 import typer
 
 from progress_sql.audit.filters import FILTER_SETS, DroppedExample, apply_filter, write_dropped
-from progress_sql.cli._common import (
-    add_command,
-    check_timeout,
-    data_dir_option,
-    json_option,
-    resolve_workers,
-    stderr,
-    stdout,
-    task_option,
-    timeout_option,
-    workers_option,
-    write_json,
-    write_run,
-)
+from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError
 from progress_sql.export.build import (
@@ -48,7 +35,7 @@ from progress_sql.export.build import (
 )
 from progress_sql.export.formats import FORMATS, get_format
 from progress_sql.progress import progress_bar
-from progress_sql.runfolder import RunSummary, basic_report, package_versions
+from progress_sql.runfolder import RunSummary, basic_report, package_versions, write_json
 from progress_sql.types import Example
 
 
@@ -116,8 +103,8 @@ def _collect(
 def export_command(
     fmt_name: str = typer.Option(..., "--format", help=f"Trainer format: {', '.join(FORMATS)}."),
     out: Path = typer.Option(..., "--out", help="Output file: .parquet (verl, skyrl) or .jsonl (trl, skyrl)."),
-    task: str | None = task_option(required=False),
-    data_dir: Path | None = data_dir_option(),
+    task: str | None = common.task_option(required=False),
+    data_dir: Path | None = common.data_dir_option(),
     questions: str | None = typer.Option(
         None, "--questions", help="Another questions file for the task, relative to --data-dir."
     ),
@@ -129,16 +116,16 @@ def export_command(
         "rl-default", "--filter", help=f"Gold-audit data filter: {', '.join(FILTER_SETS)} (docs/audit.md)."
     ),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
-    workers: int = workers_option(),
-    timeout: float = timeout_option("export"),
+    workers: int = common.workers_option(),
+    timeout: float = common.timeout_option("export"),
     report_dir: Path | None = typer.Option(
         None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
     ),
-    as_json: bool = json_option(),
+    as_json: bool = common.json_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
-    check_timeout(timeout)
-    processes = resolve_workers(workers)
+    common.check_timeout(timeout)
+    processes = common.resolve_workers(workers)
     fmt = get_format(fmt_name)
     if fmt.name == "verl" and out.suffix != ".parquet":
         raise ConfigError(f"verl reads parquet: give --out a .parquet name, not {out.name}")
@@ -151,7 +138,7 @@ def export_command(
     keep = set(kept)
     every = drawn
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
-    with progress_bar("export", console=stderr) as bar:
+    with progress_bar("export", console=common.stderr) as bar:
         job = bar.add_task("rows", total=len(drawn))
         items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
     settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps]}
@@ -171,17 +158,17 @@ def export_command(
         results = {k: v for k, v in manifest.items() if k not in ("command", "settings", "versions")}
         run = RunSummary("export", options, results)
         report = basic_report(f"Export: {out.name}", run.to_dict(), results=results)
-        write_run(report_dir, run, _example_records(every, keep, dropped), report)
+        common.write_run(report_dir, run, _example_records(every, keep, dropped), report)
     if as_json:
         typer.echo(json.dumps(manifest, indent=2))
         return
     per_source = ", ".join(f"{name}: {n}" for name, n in summary.per_source.items())
     unverified = sum(summary.unverified.values())
-    stdout.print(
+    common.stdout.print(
         f"wrote {summary.rows} {fmt.name} rows to {out} ({per_source}; {unverified} unverified; "
         f"filter {filter_name} dropped {len(dropped)}); manifest {manifest_path(out)}"
     )
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "export", export_command)
+    common.add_command(app, "export", export_command)

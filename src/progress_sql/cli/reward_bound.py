@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import add_command, fail, json_option, out_dir_option, stderr, stdout, write_run
+from progress_sql.cli import _common as common
 from progress_sql.plots import PlottingUnavailableError, reward_bound_plot
 from progress_sql.rewards.progressive import ProgressiveConfig, upper_bound_curve
 from progress_sql.runfolder import RunSummary, basic_report
@@ -21,16 +21,16 @@ from progress_sql.runfolder import RunSummary, basic_report
 
 def reward_bound_command(
     turns: int = typer.Option(4, "--turns", help="Turn budget T."),
-    out: Path = out_dir_option(Path("runs/reward-bound"), also="reward_bound.json, reward_bound.png"),
+    out: Path = common.out_dir_option(Path("runs/reward-bound"), also="reward_bound.json, reward_bound.png"),
     no_align_penalty: bool = typer.Option(
         False, "--no-align-penalty", help="Pay 0 instead of omega_align- for a first-turn success."
     ),
-    as_json: bool = json_option(),
+    as_json: bool = common.json_option(),
 ) -> None:
     """Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at both
     ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot."""
     if turns < 1:
-        fail(f"--turns must be at least 1, got {turns}")
+        common.fail(f"--turns must be at least 1, got {turns}")
     config = ProgressiveConfig(no_align_penalty_on_first_turn_success=no_align_penalty)
     points = upper_bound_curve(turns, config)
     values = [value for _, value in points]
@@ -45,12 +45,12 @@ def reward_bound_command(
     summary = RunSummary("reward-bound", {"turns": turns, "no_align_penalty": no_align_penalty}, record)
     samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
     report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
-    write_run(out, summary, samples, report + "\n![bound](reward_bound.png)\n")
+    common.write_run(out, summary, samples, report + "\n![bound](reward_bound.png)\n")
     (out / "reward_bound.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     try:
         plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")
     except PlottingUnavailableError as error:
-        stderr.print(f"[yellow]{error}[/]")
+        common.stderr.print(f"[yellow]{error}[/]")
         plot = None
     if as_json:
         typer.echo(json.dumps(record, indent=2))
@@ -60,13 +60,13 @@ def reward_bound_command(
         table.add_column("bound", justify="right")
         for label, value in points:
             table.add_row(label, f"{value:.3f}")
-        stdout.print(table)
-        stdout.print("strictly falling as k* grows: " + ("[green]yes[/]" if falling else "[red]no[/]"))
+        common.stdout.print(table)
+        common.stdout.print("strictly falling as k* grows: " + ("[green]yes[/]" if falling else "[red]no[/]"))
         if plot is not None:
-            stdout.print(f"plot: {plot}")
+            common.stdout.print(f"plot: {plot}")
     if not falling:
         raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "reward-bound", reward_bound_command)
+    common.add_command(app, "reward-bound", reward_bound_command)

@@ -13,44 +13,29 @@ from rich.table import Table
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.openai_compat import BackendError
 from progress_sql.backends.registry import BACKENDS, make_backend
-from progress_sql.cli._common import (
-    add_command,
-    check_timeout,
-    data_dir_option,
-    fail,
-    json_option,
-    out_dir_option,
-    prepare_out,
-    preset_option,
-    resolve_workers,
-    stderr,
-    stdout,
-    task_option,
-    timeout_option,
-    workers_option,
-    write_run,
-)
+from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
-from progress_sql.env.rollout import record_dict, run_rollouts, summarize_rollouts
+from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 from progress_sql.runfolder import RunSummary, basic_report
+from progress_sql.types import plain
 
 
 def rollout_command(
-    task: str = task_option(),
-    data_dir: Path | None = data_dir_option(),
+    task: str = common.task_option(),
+    data_dir: Path | None = common.data_dir_option(),
     backend: str = typer.Option(..., "--backend", help=f"Generation backend: {', '.join(sorted(BACKENDS))}."),
-    out: Path = out_dir_option(),
+    out: Path = common.out_dir_option(),
     turns: int = typer.Option(4, "--turns", help="Turn budget T."),
     base_url: str | None = typer.Option(None, "--base-url", help="openai: server URL, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="openai: model name; transformers: model folder."),
     replay: Path | None = typer.Option(None, "--replay", help="replay: JSONL file of scripted responses."),
-    preset: str = preset_option("strict"),
+    preset: str = common.preset_option("strict"),
     feedback: str = typer.Option("tags", "--feedback", help=f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
     reward: str = typer.Option("progressive", "--reward", help="Reward name (see the reward registry)."),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
@@ -58,13 +43,13 @@ def rollout_command(
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per turn."),
     seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
-    workers: int = workers_option(),
-    timeout: float = timeout_option("rollout"),
-    as_json: bool = json_option(),
+    workers: int = common.workers_option(),
+    timeout: float = common.timeout_option("rollout"),
+    as_json: bool = common.json_option(),
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
-    check_timeout(timeout)
-    processes = resolve_workers(workers)
+    common.check_timeout(timeout)
+    processes = common.resolve_workers(workers)
     examples = load_task(task, data_dir)
     if limit is not None:
         examples = examples[: max(0, limit)]
@@ -80,10 +65,10 @@ def rollout_command(
     generator = make_backend(
         backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
     )
-    prepare_out(out)
+    common.prepare_out(out)
     with (
         ExecutionPool(workers=processes) as pool,
-        progress_bar("rollout", console=stderr) as bar,
+        progress_bar("rollout", console=common.stderr) as bar,
     ):
         job = bar.add_task("turns", total=len(examples) * turns)
         try:
@@ -97,7 +82,7 @@ def rollout_command(
                 progress=lambda n: bar.advance(job, n),
             )
         except BackendError as error:
-            fail(f"generation failed: {error}")
+            common.fail(f"generation failed: {error}")
     spec = get_reward(reward)
     metrics = summarize_rollouts(records, turns)
     settings = {
@@ -116,12 +101,12 @@ def rollout_command(
     }
     summary = RunSummary("rollout", settings, {"metrics": metrics})
     report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)
-    write_run(out, summary, [record_dict(r) for r in records], report)
+    common.write_run(out, summary, [plain(r, DIGITS) for r in records], report)
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
         return
     _print(task, metrics)
-    stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
+    common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
 
 
 def _print(task: str, metrics: dict[str, Any]) -> None:
@@ -134,8 +119,8 @@ def _print(task: str, metrics: dict[str, Any]) -> None:
     table.add_row("mean turns", f"{metrics['mean_turns']:.2f}")
     table.add_row("format rate", f"{100 * metrics['format_rate']:.1f}%")
     table.add_row("gold invalid / skipped", f"{metrics['gold_invalid']} / {metrics['skipped']}")
-    stdout.print(table)
+    common.stdout.print(table)
 
 
 def register(app: typer.Typer) -> None:
-    add_command(app, "rollout", rollout_command)
+    common.add_command(app, "rollout", rollout_command)

@@ -1,22 +1,7 @@
-"""A training mixture: a seeded, duplicate-free sample from several datasets.
-
-The paper trains on 20,000 examples sampled from BIRD train, Spider train and SynSQL-2.5M. A
-:class:`MixtureSpec` names the sources (a task, its data folder, optionally another questions file
-and a subset of databases) and how many examples each gives: a fixed ``count``, or a ``weight``
-that shares the rest of ``total`` in proportion. :func:`sample_mixture` is pure: the same sources
-and seed give the same sample. An example that repeats one seen earlier (same database, question
-and gold SQL, across all sources in order) is removed before sampling, so the sample holds no
-duplicate.
-
-The spec is JSON (``progress-sql export --mix SPEC.json``); relative ``data_dir`` values resolve
-against the spec file's folder::
-
-    {"seed": 0, "total": 20000,
-     "sources": [{"task": "bird-train", "data_dir": "bird/train", "weight": 1},
-                 {"task": "spider-train", "data_dir": "spider", "weight": 1},
-                 {"task": "synsql", "data_dir": "SynSQL-2.5M", "weight": 2},
-                 {"name": "superhero", "task": "bird-dev", "data_dir": "bird", "db_ids": ["superhero"],
-                  "count": 50}]}
+"""A training mixture: a seeded, duplicate-free sample from several datasets (the paper's 20,000
+examples from BIRD train, Spider train and SynSQL-2.5M). :class:`MixtureSpec` is the JSON spec of
+``progress-sql export --mix``; :func:`sample_mixture` is pure: the same sources and seed give the same
+sample. The spec's format and the sampling rules: docs/export.md ("Mixtures").
 
 >>> from progress_sql.types import Example
 >>> def make(n, db): return tuple(Example(i, f"q{i}", db, f"{db}.sqlite", f"SELECT {i}") for i in range(n))

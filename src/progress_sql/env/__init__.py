@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, TurnInfo
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult
+from progress_sql.env.records import TurnRecord
 
-__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnInfo"]
+__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnRecord"]

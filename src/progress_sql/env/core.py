@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
+from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import describe, get_preset, judge
@@ -32,7 +33,7 @@ from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.sql.extract import extract
 from progress_sql.testsuite.manifest import suite_lookup
-from progress_sql.types import Example, ExecResult, RewardBreakdown, Trajectory, Turn
+from progress_sql.types import Closing, Example, ExecResult, RewardBreakdown, Trajectory, Turn
 
 FeedbackLevel = Literal["tags", "tags+error", "tags+error+preview"]
 FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+preview")
@@ -40,11 +41,7 @@ FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+
 
 @dataclass(frozen=True, slots=True)
 class EnvConfig:
-    """Settings of the refinement loop. ``feedback`` ``tags`` is the paper's; the richer levels add
-    the database's error message and a short preview of the result. With ``suite`` (a folder built
-    by ``progress-sql build-suite``), a turn matches only when its result also agrees with the gold
-    on every suite database of the example's gold (test-suite accuracy), so that an answer which is
-    right on the original database by accident (a hard-coded value) earns no match."""
+    """Settings of the refinement loop; each field's meaning: docs/environment.md."""
 
     max_turns: int = 4
     preset: str = "strict"
@@ -136,33 +133,15 @@ def _check_store(store: GoldStore, config: EnvConfig) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnInfo:
-    """What one turn produced; ``reward`` is set on the episode's last turn only."""
-
-    turn: int
-    sql: str | None
-    format_ok: bool
-    format_problem: str | None
-    exec_status: str
-    exec_error: str | None
-    match: bool
-    verdict: str
-    f_struct: float
-    f_lex: float
-    f: float
-    tags: tuple[str, ...]
-    reward: RewardBreakdown | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class StepResult:
-    """``observation`` is the next user message (None once the episode is over)."""
+    """``observation`` is the next user message (None once the episode is over); ``info`` the turn's
+    record, with its feedback and, on the last turn, the trajectory's reward."""
 
     observation: Message | None
     reward: float
     terminated: bool
     truncated: bool
-    info: TurnInfo
+    info: TurnRecord
 
 
 class _StageClock:
@@ -180,7 +159,7 @@ class _StageClock:
         self.last = now
 
 
-class SQLRefineEnv:
+class SQLRefineEnv(Closing):
     """reset(example) -> initial messages; step(model text) -> StepResult. Not thread-safe: use one
     environment per concurrent episode, all sharing one :class:`GoldStore` (which is thread-safe).
 
@@ -246,8 +225,11 @@ class SQLRefineEnv:
         self._done = terminated or truncated
         breakdown = self._score() if self._done else None
         clock.lap("reward")
-        info = TurnInfo(
+        observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result))
+        clock.lap("feedback")
+        info = TurnRecord(
             turn=turn_number,
+            response=response,
             sql=extracted.sql,
             format_ok=extracted.format_ok,
             format_problem=extracted.problem,
@@ -259,10 +241,9 @@ class SQLRefineEnv:
             f_lex=diagnosis.f_lex,
             f=diagnosis.f,
             tags=diagnosis.tags,
+            feedback=None if observation is None else observation["content"],
             reward=breakdown,
         )
-        observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result))
-        clock.lap("feedback")
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
 
     @property
@@ -273,12 +254,6 @@ class SQLRefineEnv:
         """Close the gold store if this environment built it."""
         if self._own_store:
             self.store.close()
-
-    def __enter__(self) -> SQLRefineEnv:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     # -- internals -----------------------------------------------------------------------------
     def _feedback(self, diagnosis: Diagnosis, result: ExecResult) -> str:

@@ -1,9 +1,10 @@
 """``TurnRecord``: one model turn of an episode as plain data, the one shape every consumer writes.
 
-The rollout command writes it to ``samples.jsonl``, the verl agent loop ships it to ``compute_score``
-between Ray processes, the SkyRL environment returns it as step metadata. ``to_dict`` and
-``from_dict`` convert losslessly (``digits`` rounds the numbers for files meant for reading);
-:func:`trajectory_of` gives the :class:`~progress_sql.types.Trajectory` a reward scores.
+It is the environment's step ``info``; the rollout command writes it to ``samples.jsonl``, the verl
+agent loop ships it to ``compute_score`` between Ray processes, the SkyRL environment returns it as
+step metadata. ``to_dict`` and ``from_dict`` convert losslessly (``digits`` rounds the numbers for
+files meant for reading); :func:`trajectory_of` gives the :class:`~progress_sql.types.Trajectory` a
+reward scores.
 
 >>> record = TurnRecord(1, "<sql>SELECT 1</sql>", "SELECT 1", True, None, "ok", None, True, "match",
 ...                     0.9, 0.8, 0.85, ())
@@ -19,15 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from progress_sql.env.core import StepResult, TurnInfo
-from progress_sql.types import RewardBreakdown, Trajectory, Turn
+from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
 
 
 @dataclass(frozen=True, slots=True)
 class TurnRecord:
-    """What the environment observed of one turn (:class:`~progress_sql.env.core.TurnInfo`), the
-    model's ``response``, the ``feedback`` it was answered with (None on the episode's last turn) and
-    the trajectory ``reward`` (set on the last turn only)."""
+    """What one turn produced: the model's ``response``, what the environment observed of it, the
+    ``feedback`` it was answered with (None on the episode's last turn) and the trajectory ``reward``
+    (set on the last turn only)."""
 
     turn: int
     response: str
@@ -45,63 +45,19 @@ class TurnRecord:
     feedback: str | None = None
     reward: RewardBreakdown | None = None
 
-    @classmethod
-    def from_info(cls, info: TurnInfo, response: str, feedback: str | None = None) -> TurnRecord:
-        return cls(
-            turn=info.turn,
-            response=response,
-            sql=info.sql,
-            format_ok=info.format_ok,
-            format_problem=info.format_problem,
-            exec_status=info.exec_status,
-            exec_error=info.exec_error,
-            match=info.match,
-            verdict=info.verdict,
-            f_struct=info.f_struct,
-            f_lex=info.f_lex,
-            f=info.f,
-            tags=info.tags,
-            feedback=feedback,
-            reward=info.reward,
-        )
-
-    @classmethod
-    def from_step(cls, step: StepResult, response: str) -> TurnRecord:
-        """The record of the step that answered ``response``."""
-        return cls.from_info(step.info, response, step.observation["content"] if step.observation else None)
-
     def as_turn(self) -> Turn:
         """The turn as the reward sees it (a timeout or a missing query is not executable)."""
         return Turn(self.sql, self.format_ok, self.exec_status == "ok", self.match, self.f, self.response)
 
     def to_dict(self, digits: int | None = None) -> dict[str, Any]:
-        def number(value: float) -> float:
-            return value if digits is None else round(value, digits)
-
-        return {
-            "turn": self.turn,
-            "response": self.response,
-            "sql": self.sql,
-            "format_ok": self.format_ok,
-            "format_problem": self.format_problem,
-            "exec_status": self.exec_status,
-            "exec_error": self.exec_error,
-            "match": self.match,
-            "verdict": self.verdict,
-            "f_struct": number(self.f_struct),
-            "f_lex": number(self.f_lex),
-            "f": number(self.f),
-            "tags": list(self.tags),
-            "feedback": self.feedback,
-            "reward": self.reward.to_dict(digits) if self.reward is not None else None,
-        }
+        data: dict[str, Any] = plain(self, digits)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnRecord:
         """The record :meth:`to_dict` wrote; fields a reader may leave out (``response``, the
         errors, the partial scores, ``feedback``, ``reward``) get their empty values."""
-        reward = data.get("reward")
-        f = float(data["f"])
+        reward, f = data.get("reward"), float(data["f"])
         return cls(
             turn=int(data.get("turn", 0)),
             response=str(data.get("response") or ""),

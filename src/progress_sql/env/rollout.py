@@ -28,7 +28,7 @@ DIGITS = 6
 
 @dataclass(frozen=True, slots=True)
 class EpisodeRecord:
-    """One example's rollout, as written to samples.jsonl (:func:`record_dict`)."""
+    """One example's rollout; its samples.jsonl line is ``types.plain(record, DIGITS)``."""
 
     index: int
     db_id: str
@@ -76,7 +76,7 @@ def run_rollouts(
         for (position, env, messages), choices in zip(active, responses, strict=True):
             response = choices[0]
             step = env.step(response)
-            turns[position].append(TurnRecord.from_step(step, response))
+            turns[position].append(step.info)
             if step.terminated or step.truncated:
                 example = examples[position]
                 records[position] = EpisodeRecord(
@@ -123,17 +123,4 @@ def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict
         "format_rate": round(
             sum(t.format_ok for r in scored for t in r.turns) / max(1, sum(len(r.turns) for r in scored)), 6
         ),
-    }
-
-
-def record_dict(record: EpisodeRecord) -> dict[str, Any]:
-    """The samples.jsonl line of an episode (numbers rounded to :data:`DIGITS` decimals)."""
-    return {
-        "index": record.index,
-        "db_id": record.db_id,
-        "status": record.status,
-        "reason": record.reason,
-        "turns": [turn.to_dict(DIGITS) for turn in record.turns],
-        "reward": record.reward.to_dict(DIGITS) if record.reward is not None else None,
-        "k_star": record.k_star,
     }

@@ -27,7 +27,7 @@ from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
 from progress_sql.sql.extract import extract
-from progress_sql.types import Example
+from progress_sql.types import Example, plain
 
 #: Conversations sent to a backend per call (progress is reported between calls).
 GENERATION_BATCH = 16
@@ -96,9 +96,6 @@ class EvalSettings:
     limits: Mapping[str, Any]
     workers: int | None  # None: one per core
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalSettings:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
@@ -124,41 +121,16 @@ class EvalSummary:
     command: str = "eval"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "settings": self.settings.to_dict(),
-            "versions": dict(self.versions),
-            "odt_config_version": self.odt_config_version,
-            "reward_config": dict(self.reward_config),
-            "metrics": _plain(self.metrics),
-            "gold_cache": dict(self.gold_cache),
-            "elapsed_s": self.elapsed_s,
-            "notes": list(self.notes),
-        }
+        """``command`` first, then the fields in order."""
+        data: dict[str, Any] = plain(self)
+        return {"command": data.pop("command"), **data}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalSummary:
         """The summary of a ``summary.json``; a KeyError names a missing field."""
-        return cls(
-            settings=EvalSettings.from_dict(data["settings"]),
-            versions=data["versions"],
-            odt_config_version=data["odt_config_version"],
-            reward_config=data["reward_config"],
-            metrics=data["metrics"],
-            gold_cache=data["gold_cache"],
-            elapsed_s=data["elapsed_s"],
-            notes=tuple(data.get("notes", ())),
-            command=data.get("command", "eval"),
-        )
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and sequences as JSON-ready dicts and lists (for ``to_dict``)."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+        optional = {"notes": tuple(data.get("notes", ())), "command": data.get("command", "eval")}
+        required = {f.name: data[f.name] for f in fields(cls) if f.name not in optional}
+        return cls(**(required | optional | {"settings": EvalSettings.from_dict(data["settings"])}))
 
 
 def _decoding(inputs: EvalInputs, samples_per_example: int) -> dict[str, Any]:

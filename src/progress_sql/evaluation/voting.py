@@ -1,11 +1,8 @@
-"""Majority voting by execution result (Vote@N) and the unbiased pass@k estimator.
-
-The rule is OmniSQL's: the valid samples (executed, not truncated) are grouped by their result, the
-largest group wins, a tie goes to the group whose first sample comes earliest, and the winning
-group's earliest sample is the answer; when no sample is valid the vote has no answer (an error).
-Grouping uses the preset's canonical :meth:`~progress_sql.execution.compare.Preset.vote_key`; when
-the preset has none (its equality is not transitive) or a result cannot be canonicalized, a sample
-joins the first group whose representative (first member) it equals under the preset.
+"""Majority voting by execution result (Vote@N, OmniSQL's rule; docs/evaluation.md) and the unbiased
+pass@k estimator. Grouping uses the preset's canonical
+:meth:`~progress_sql.execution.compare.Preset.vote_key`; when the preset has none (its equality is not
+transitive) or a result cannot be canonicalized, a sample joins the first group whose representative
+(first member) it equals under the preset.
 
 >>> from progress_sql.execution.compare import get_preset
 >>> from progress_sql.types import ExecResult

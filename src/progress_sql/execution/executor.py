@@ -1,20 +1,9 @@
 """Run one untrusted SQL statement against a SQLite file, safely, and return an :class:`ExecResult`.
 
-Layers of protection, each catching what the one before cannot:
-
-1. a statement gate: only ``SELECT``, ``WITH`` and ``VALUES`` statements, one per string (Python's
-   sqlite3 itself refuses a second statement);
-2. a read-only ``file:...?mode=ro`` URI and ``PRAGMA query_only``: SQLite refuses to write;
-3. an authorizer that allows reads, functions (except ``load_extension``) and recursive CTEs, and
-   denies everything else: writes, ``ATTACH`` (which ``VACUUM INTO`` also needs), PRAGMA changes;
-4. a deadline enforced by SQLite's progress handler, which really interrupts the virtual machine
-   (the official Spider evaluator's ``asyncio`` timeout never fires);
-5. caps on fetched rows and bytes (the result is marked ``truncated``) and SQLite's own limits on
-   string / blob length, SQL length, LIKE pattern length and attached databases;
-6. in a worker process (see :mod:`progress_sql.execution.pool`): an address-space limit and SQLite's
-   hard heap limit, plus a hard kill from the parent when the deadline has long passed.
-
-:func:`execute` never raises on model SQL: errors and timeouts are statuses.
+The layers of protection (statement gate, read-only URI, authorizer, progress-handler deadline, row
+and byte caps, SQLite limits; memory limits and a hard kill in the pool's worker processes), each
+catching what the one before cannot, and what each stops: docs/semantics.md. :func:`execute` never
+raises on model SQL: errors and timeouts are statuses.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The gold store: what an example's gold query gives, whatever the model answers, prepared once
-per process and shared by every environment, evaluator and trainer adapter of that process.
+"""The gold store: what an example's gold query gives, whatever the model answers, prepared once per
+process and shared (thread-safely) by every environment, evaluator and trainer adapter of it.
 
-Per (database, gold SQL), a :class:`PreparedGold`: the gold results under the store's preset (through
-the :class:`~progress_sql.execution.cache.GoldCache`, so a gold that another example or, with a cache
-folder, another run already executed is not run again), the ODT reference built with the database's
-schema, and the Spider hardness, both from one parse of the gold. Per database, the schema and, per
-schema profile, the DDL rendered for the prompt. Model SQL runs in the isolated pool
-(:meth:`GoldStore.run_pred`). Test-suite judging takes a :data:`SuiteLookup` value, built by
-:func:`progress_sql.testsuite.manifest.suite_lookup`, so that ``execution/`` imports nothing above it.
-
-The store is thread-safe: loops that run episodes concurrently (verl, SkyRL) and ask for the same
-example wait for one preparation instead of each doing it.
+Per (database, gold SQL) a :class:`PreparedGold` (results through the cache, ODT reference with the
+schema, hardness, from one parse); per database the schema and the prompt DDL per profile. Model SQL
+runs in the isolated pool; test-suite judging takes a :data:`SuiteLookup` value, so that
+``execution/`` imports nothing above it (docs/architecture.md, step 2).
 """
 
 from __future__ import annotations
@@ -36,7 +30,7 @@ from progress_sql.sql.hardness import Hardness, hardness, hardness_of
 from progress_sql.sql.lexical import bigrams
 from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
-from progress_sql.types import Example, ExecResult, Verdict
+from progress_sql.types import Closing, Example, ExecResult, Verdict
 
 SuiteLookup = Callable[[Example], Sequence[str] | None]
 """The suite database paths of an example's gold: empty when the suite covers its database but
@@ -152,7 +146,7 @@ def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tup
     return GoldReference(sql, tree, bigrams(sql), schema), level
 
 
-class GoldStore:
+class GoldStore(Closing):
     """Per-process, thread-safe store of per-example and per-database preparation, shared by every
     environment, evaluator and trainer adapter of a process. Each (database, gold SQL) is prepared
     once; each database's schema once, and its rendered DDL once per schema profile.
@@ -260,12 +254,6 @@ class GoldStore:
         """Stop the execution pool if this store started it."""
         if self._own_pool:
             self.pool.close()
-
-    def __enter__(self) -> GoldStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
 
 def _gold_key(example: Example) -> tuple[str, str]:

@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from progress_sql.execution.worker import ExecJob, worker_main
-from progress_sql.types import ExecResult
+from progress_sql.types import Closing, ExecResult
 
 #: Address-space cap of each worker process.
 DEFAULT_WORKER_MEMORY = 2 * 2**30
@@ -129,7 +129,7 @@ def _stop_all(workers: list[_Worker]) -> None:
         worker.stop()
 
 
-class ExecutionPool:
+class ExecutionPool(Closing):
     """Runs :class:`ExecJob` batches on ``workers`` isolated processes (default: all cores)."""
 
     def __init__(
@@ -243,9 +243,3 @@ class ExecutionPool:
         """Stop every worker (politely, then by force)."""
         self._closed = True
         self._finalizer()
-
-    def __enter__(self) -> ExecutionPool:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()

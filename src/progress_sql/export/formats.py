@@ -1,20 +1,7 @@
-"""The row each trainer reads, as pure functions, and the file writers.
-
-* ``verl``: verl's ``RLHFDataset`` rows (parquet): ``data_source``, ``agent_name`` (selects the
-  agent loop; without it verl falls back to its single-turn loop), ``prompt`` (chat messages),
-  ``ability``, ``reward_model`` (``style``, ``ground_truth`` = gold SQL) and ``extra_info``.
-* ``skyrl``: SkyRL's ``PromptDataset`` rows (parquet): ``prompt``, ``env_class``, and every other
-  column reaches the environment as ``extras`` (``reward_spec``, ``extra_info``, ``data_source``).
-* ``trl``: conversational ``prompt`` plus flat columns (TRL hands every dataset column to the reward
-  functions), JSON Lines by default.
-
-``extra_info`` is the same for every format: the example's fields (:func:`example_fields`: ``db_id``,
-``db_path``, ``question``, ``evidence``, ``difficulty`` and ``source_index``, the example's index in
-its dataset; the gold goes in the format's own ground-truth field) plus ``index`` (the row's position
-in the file) and ``verified`` (False when the database file was absent at export time: such a row
-cannot be executed until its database is put in place). :func:`example_from_fields` is the inverse
-every consumer uses (the verl agent loop and reward, the SkyRL environment, TRL's reward function);
-each format's :attr:`ExportFormat.example` reads the example back from one of its rows.
+"""The row each trainer reads (``verl``, ``skyrl``, ``trl``), as pure functions, the file writers and
+the one example codec: :func:`example_fields` / :func:`example_from_fields`, and per format
+:attr:`ExportFormat.example`, which reads the example back from one of its rows. Each format's
+columns and the shared ``extra_info``: docs/export.md.
 
 >>> from progress_sql.types import Example
 >>> item = ExportItem(Example(3, "How many?", "shop", "/d/shop.sqlite", "SELECT 1"), "spider-train",

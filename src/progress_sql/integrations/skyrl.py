@@ -1,24 +1,9 @@
 """SkyRL integration: the refinement environment as a skyrl-gym ``BaseTextEnv`` (extra ``[skyrl]``).
 
-:class:`ProgressSQLEnv` drives :class:`~progress_sql.env.core.SQLRefineEnv`: each ``step`` takes one
-model turn, executes its SQL, ends the episode (``done``) on a result match or when the turn budget
-is spent, and otherwise returns the ODT feedback as a user message. The trajectory's reward (the
-progressive reward by default) comes at the end. With ``step_rewards`` each step instead gets the
-change of the reward of the trajectory so far, R(y_1..y_t) - R(y_1..y_t-1) with R() = 0, so the
-per-step rewards add up to the trajectory reward (SkyRL puts each on the last token of its turn).
-
-Rows come from ``progress-sql export --format skyrl``: SkyRL's ``PromptDataset`` passes every column
-but ``prompt`` and ``env_class`` to ``skyrl_gym.make(env_class, env_config=..., extras=row)``; the
-example is read back by the export's codec (:func:`~progress_sql.export.formats.skyrl_example`, from
-``extras["extra_info"]`` and ``extras["reward_spec"]["ground_truth"]``). Settings (every
-:class:`EnvConfig` field, read by :func:`~progress_sql.env.settings.env_config_from_mapping`, and
-``step_rewards``) come from :func:`register_env`'s keyword arguments, then from the ``env_config``
-SkyRL passes (``getattr(cfg.environment.skyrl_gym, env_class, {})``, empty unless the config has such
-a section); SkyRL's generator also writes its own turn budget into ``extras["max_turns"]``, which
-wins. Each step's metadata is the turn's :class:`~progress_sql.env.records.TurnRecord` as a dict.
-
-SQL runs in one isolated execution worker per thread that creates environments (SkyRL steps its
-environments in a thread pool), reused across episodes; gold results are cached per process.
+:class:`ProgressSQLEnv` drives :class:`~progress_sql.env.core.SQLRefineEnv` over the rows of
+``progress-sql export --format skyrl`` (read back by the export's codec); each step's metadata is the
+turn's :class:`~progress_sql.env.records.TurnRecord` as a dict. Settings, ``step_rewards`` and the
+order in which SkyRL's values win: docs/export.md ("The SkyRL environment").
 """
 
 from __future__ import annotations
@@ -31,7 +16,7 @@ from typing import Any
 import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, TurnInfo, shared_store
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
@@ -109,7 +94,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         self.max_turns = self.config.max_turns
         self.env = _env_for(self.config)
         self._reward_so_far = 0.0
-        self._last: TurnInfo | None = None
+        self._last: TurnRecord | None = None
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Prepare the gold; the exported prompt is the environment's own, so it is returned as given
@@ -149,7 +134,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
             observations=observations,
             reward=float(reward),
             done=done,
-            metadata=TurnRecord.from_step(result, action).to_dict(),
+            metadata=result.info.to_dict(),
             postprocessed_action=None,
         )
 

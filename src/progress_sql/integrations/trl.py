@@ -1,20 +1,12 @@
 """TRL integration (the only module that imports TRL): multi-turn rollouts with ODT feedback through
 ``GRPOTrainer(rollout_func=...)``, the trainer itself, and a reward function for exported TRL rows.
 
-TRL 1.16's ``rollout_func`` is the one TRL route that reproduces the paper exactly: each sampled
-completion is a whole trajectory (answer, feedback user turn, answer, ...), the feedback tokens are
-masked out of the loss with ``env_mask`` = 0, and the trajectory stops at the first execution
-match or after T turns. The environment scores the trajectory with the configured reward; one TRL
-reward function per reward component returns that component, so TRL logs each one
-(``rewards/<component>/mean``) and their sum is the trajectory reward.
-
-TRL hands ``rollout_func`` the per-process prompts already repeated ``num_generations`` times, and
-nothing else of the dataset rows; the trainer that :func:`grpo_trainer` builds keeps each row's
-:data:`EXAMPLE_ID` column where the rollout reads it, so the rollout finds its examples by id. It
-returns one completion per prompt it receives.
-
-:class:`ExportedRowReward` scores the rows of ``progress-sql export --format trl`` in TRL's
-single-turn loop (no ``rollout_func``): each completion, one answer, against its row's database and gold.
+``rollout_func`` is the one TRL route that reproduces the paper: each completion is a whole
+trajectory, feedback tokens masked out of the loss (``env_mask`` = 0). One TRL reward function per
+reward component returns that component, so TRL logs each and their sum is the trajectory reward.
+TRL hands ``rollout_func`` only the prompts (repeated ``num_generations`` times), so the trainer of
+:func:`grpo_trainer` keeps each row's :data:`EXAMPLE_ID` where the rollout finds its examples by id.
+:class:`ExportedRowReward` scores ``progress-sql export --format trl`` rows in TRL's single-turn loop.
 """
 
 from __future__ import annotations

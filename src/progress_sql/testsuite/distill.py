@@ -1,24 +1,8 @@
 """Distil a test suite for one database: the original first, then a few fuzzed databases chosen by
-greedy set cover so that the gold queries disagree with as many of their neighbours as possible
-(steps 3 and 4 of "How a suite is built" in docs/testsuite.md).
-
-For one schema and all the gold queries on it:
-
-1. each gold's neighbours (:mod:`.neighbors`) that execute on the original; those whose result
-   already differs there are covered by the original;
-2. a pool of ``pool`` fuzzed databases (:mod:`.fuzz`) seeded by (seed, db_id, k);
-3. on every pool database, each gold runs twice, scanning tables forwards and backwards: a gold that
-   fails, times out, exceeds the row cap or whose result depends on scan order there (a LIMIT
-   without ORDER BY, a bare column of a group; SQLite breaks ORDER BY ties by the rest of the sorted
-   row, so those do not count) drops that database *for that gold*; otherwise the neighbours still alive run, and those
-   whose result differs are what the database covers;
-4. greedy set cover up to ``max_dbs`` databases in all (the original counts as one); besides the
-   neighbours, each gold's own original result written as constants is an item to cover (a
-   database where the gold's result changes), so that no suite leaves hard-coded answers passing.
-
-"Differs" is the comparison preset's own :func:`~progress_sql.execution.compare.judge`, as in EX and
-TS. Queries run in this process through :class:`~progress_sql.execution.executor.Executor`, with its
-deadline, row and byte caps; the golds and their neighbours are the builder's own queries.
+greedy set cover so that the gold queries disagree with as many of their neighbours as possible.
+The steps (neighbours, pool, judging on each pool database, set cover) and why: "How a suite is
+built" in docs/testsuite.md. Queries run in this process through the guarded
+:class:`~progress_sql.execution.executor.Executor`: the golds and neighbours are the builder's own.
 """
 
 from __future__ import annotations

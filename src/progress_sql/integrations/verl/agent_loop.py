@@ -1,23 +1,12 @@
 """verl 0.9.1 agent loop: the Progress-SQL refinement protocol inside verl's rollout workers.
 
-For each dataset row the loop builds the prompt tokens from the row's chat messages, then for at
-most T turns: generates one answer, extracts and executes its SQL and diagnoses it with the ODT
-(``SQLRefineEnv.step``), stops when the result matches the gold, and otherwise appends the ODT
-feedback as a user message whose tokens get response mask 0 (only the model's own tokens are
-trained). The per-turn record (:class:`~progress_sql.env.records.TurnRecord`: SQL, execution status,
-match, alignment F, ...) goes into ``extra_fields[TURNS_KEY]``, its last turn carrying the trajectory
-reward, computed here once; verl hands it to ``compute_score`` (:mod:`.reward`) in ``extra_info``,
-which reads it. The prompt is the row's own (``raw_prompt``): the environment renders none.
-
-Environment work (gold preparation, SQL execution, ODT) runs on a thread executor shared by the
-loops of a worker process, and every query runs in the shared isolated :class:`ExecutionPool`,
-whose workers serve concurrent callers: one slow query occupies one worker and never blocks the
-event loop or the other trajectories.
-
-Registered through ``agent_loops.yaml`` (``actor_rollout_ref.rollout.agent.agent_loop_config_path``)
-under :data:`AGENT_NAME`; extra keys there arrive as constructor arguments: ``execution_workers`` and
-``env_threads`` size the shared resources, every other key is an :class:`EnvConfig` field
-(:func:`~progress_sql.env.settings.env_config_from_mapping`; an unknown key is a ConfigError).
+Per row, at most T turns of ``SQLRefineEnv.step``; feedback tokens get response mask 0, the per-turn
+records go into ``extra_fields[TURNS_KEY]`` with the trajectory reward computed once on the last, and
+``compute_score`` (:mod:`.reward`) reads them (docs/training.md). Environment work runs on a thread
+executor shared by a worker process's loops, every query in the shared isolated pool, so a slow
+query never blocks the event loop. Registered through ``agent_loops.yaml`` under :data:`AGENT_NAME`;
+its extra keys arrive as constructor arguments: ``execution_workers`` and ``env_threads`` size the
+shared resources, every other key is an :class:`EnvConfig` field (an unknown key is a ConfigError).
 """
 
 from __future__ import annotations
@@ -175,7 +164,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                 break
             with simple_timer("tool_calls", metrics):
                 step = await self._off_loop(env.step, text)
-            records.append(TurnRecord.from_step(step, text))
+            records.append(step.info)
             if step.terminated or step.truncated:
                 stop = "match" if step.terminated else "max_turns"
                 break

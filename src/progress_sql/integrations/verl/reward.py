@@ -1,20 +1,9 @@
 """verl's ``compute_score``: the trajectory reward that the agent loop computed, read from its record.
 
-verl 0.9.1's reward loop calls ``compute_score(data_source=, solution_str=, ground_truth=,
-extra_info=, **reward_kwargs)`` once per trajectory, with the agent loop's ``extra_fields`` merged
-into ``extra_info``. The loop leaves its per-turn record there (:data:`TURNS_KEY`, one
-:class:`~progress_sql.env.records.TurnRecord` dict per model turn), whose last turn carries the
-trajectory reward the loop's environment computed: ``compute_score`` only reads it. It scores the
-record again only when that reward was computed with other settings than ``reward_kwargs`` ask for
-(its version or weights differ), and never re-parses the decoded response (which also holds the
-feedback turns). Without a record (a row run by another agent loop, or a validation set scored
-single-turn) ``solution_str`` is scored as a one-turn trajectory: extracted, executed and diagnosed
-by the same environment.
-
-``reward_kwargs`` (``reward.custom_reward_function.reward_kwargs`` in verl's config) choose the
-reward (``reward``, default ``progressive``) and set the progressive reward's weights by their
-:class:`ProgressiveConfig` names (``gamma``, ``omega_acc``, ...); the agent loop's environment
-settings (``agent_loops.yaml``) should name the same ones.
+The loop leaves its per-turn records in ``extra_info[TURNS_KEY]``, the last carrying the reward;
+``compute_score`` scores again only when ``reward_kwargs`` (the reward's name and its
+:class:`ProgressiveConfig` weights) ask for another reward or weights, and scores ``solution_str`` as a
+one-turn trajectory when a row arrives without a record. The whole protocol: docs/training.md.
 
 >>> record = {"turn": 1, "sql": "SELECT 1", "format_ok": True, "exec_status": "ok", "match": True,
 ...           "verdict": "match", "f": 0.9, "f_struct": 0.9, "f_lex": 0.9, "tags": [], "response": "..."}
@@ -95,7 +84,7 @@ def _single_turn(
     example = verl_example({"extra_info": extra_info, "reward_model": {"ground_truth": ground_truth}})
     env = _fallback_env(replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none"))
     env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
-    return [TurnRecord.from_step(env.step(solution_str), solution_str)]
+    return [env.step(solution_str).info]
 
 
 def _reward(records: Sequence[TurnRecord], spec: RewardSpec, context: RewardContext) -> RewardBreakdown:
