@@ -25,7 +25,9 @@ def register(app: typer.Typer) -> None:
         ),
         turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
         steps: int = typer.Option(40, "--steps", help="RL steps."),
-        sft_seconds: float = typer.Option(240.0, "--sft-seconds", help="Time budget of the supervised warm start."),
+        sft_steps: int = typer.Option(
+            600, "--sft-steps", help="Optimizer steps of the supervised warm start (a step budget: seeds reproduce)."
+        ),
         task: str | None = typer.Option(None, "--task", help="Dataset for a real model (task name or questions file)."),
         data_dir: Path | None = typer.Option(None, "--data-dir", help="Data folder of --task."),
         data_filter: str = typer.Option(
@@ -50,7 +52,7 @@ def register(app: typer.Typer) -> None:
                 model=model,
                 rl=RLSettings(preset=preset, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
                 compare_reward=compare_reward,
-                sft_seconds=sft_seconds,
+                sft_steps=sft_steps,
                 seed=seed,
                 threads=threads,
                 data_filter=data_filter,
@@ -90,5 +92,14 @@ def register(app: typer.Typer) -> None:
             table.add_row(name, str(before.n), f"{100 * before.ex:.1f}% +- {100 * before.standard_error:.1f}",
                           f"{100 * after.ex:.1f}% +- {100 * after.standard_error:.1f}" if after else "-")  # fmt: skip
         stdout.print(table)
+        headline = summary(result)["heldout"]
+        if headline:
+            stdout.print(
+                f"pooled held-out template EX (n = {headline['n']}): {100 * headline['ex_before']:.1f}% -> "
+                f"{100 * headline['ex_after']:.1f}%, paired change {100 * headline['diff']:+.1f} points "
+                f"(SE {100 * headline['se_diff']:.1f})"
+            )
         stdout.print(result.guard)
+        for warning in result.warnings:
+            stdout.print(f"warning: {warning}")
         stdout.print(f"report: {report}")
