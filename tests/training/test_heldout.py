@@ -58,3 +58,25 @@ def test_group_statistics_count_float_noise_as_a_tie() -> None:
     shares = stats["groups/variance_share/late"] + stats["groups/variance_share/align"]
     assert shares == pytest.approx(1.0)  # the components' shares of the total's variance add up
     assert stats["groups/variance_share/late"] > stats["groups/variance_share/align"] > 0
+
+
+def test_rl_pool_is_unseen_by_the_warm_start_and_disjoint_from_its_heldout_set() -> None:
+    from progress_sql.data.embedded import embedded_databases
+    from progress_sql.training.recipe import rl_pool
+    from progress_sql.training.templates import build_dataset
+
+    databases = embedded_databases()
+    data = build_dataset(databases, seed=0)
+    pool = rl_pool(data, databases, seed=0, heldout_size=300)
+    sql = {(e.db_id, " ".join(e.gold_sql.split())) for e in pool.prompts}
+    held = {(e.db_id, " ".join(e.gold_sql.split())) for e in pool.heldout}
+    seen = {
+        (e.db_id, " ".join(e.gold_sql.split())) for e in [*data.train, *data.heldout_new_combo, *data.heldout_new_value]
+    }
+    assert len(pool.heldout) == len(held) == 300  # one paraphrase per SQL
+    assert not sql & held
+    assert not (sql | held) & seen
+    assert len(pool.prompts) > 2000  # every paraphrase of the remaining SQL: thousands of prompts
+    families = {e.difficulty for e in pool.heldout}
+    assert len(families) >= 5  # family-balanced, as far as the unseen pairs allow
+    assert rl_pool(data, databases, seed=0, heldout_size=300) == pool  # deterministic for a seed

@@ -95,6 +95,9 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--turns", "0"])
     assert result.exit_code == 2
     assert "T must be >= 1" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--sft-steps", "0"])
+    assert result.exit_code == 2
+    assert "sft_steps must be >= 1" in result.output
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--vllm", "bogus"])
     assert result.exit_code == 2
     assert "vllm_mode must be colocate or server" in result.output

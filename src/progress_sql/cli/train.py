@@ -24,7 +24,11 @@ def register(app: typer.Typer) -> None:
             None, "--compare-reward", help="Also train with this reward (same data, seed, steps) and compare."
         ),
         turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
-        steps: int = typer.Option(40, "--steps", help="RL steps."),
+        steps: int | None = typer.Option(None, "--steps", help="RL steps (embedded default 300)."),
+        lr: float | None = typer.Option(None, "--lr", help="RL learning rate (embedded default 2e-4; else 5e-5)."),
+        temperature: float | None = typer.Option(
+            None, "--temperature", help="RL sampling temperature (embedded default 0.5; else the paper's 1.0)."
+        ),
         sft_steps: int = typer.Option(
             600, "--sft-steps", help="Optimizer steps of the supervised warm start (a step budget: seeds reproduce)."
         ),
@@ -43,14 +47,23 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
     ) -> None:
         """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
-        from progress_sql.training.recipe import TrainConfig
-        from progress_sql.training.rl import RLSettings
+        from progress_sql.training.recipe import TrainConfig, default_rl_settings
 
         try:
             config = TrainConfig(
                 out=out,
                 model=model,
-                rl=RLSettings(preset=preset, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
+                rl=default_rl_settings(
+                    model,
+                    preset=preset,
+                    reward=reward,
+                    turns=turns,
+                    steps=steps,
+                    learning_rate=lr,
+                    temperature=temperature,
+                    seed=seed,
+                    vllm_mode=vllm,
+                ),
                 compare_reward=compare_reward,
                 sft_steps=sft_steps,
                 seed=seed,

@@ -34,6 +34,21 @@ from progress_sql.training.templates import TemplateDataset
 from progress_sql.types import Example
 
 EMBEDDED_SIZES = ("tiny", "small")
+
+#: The embedded default's RL settings (measured in docs/benchmarks.md, Training): RL gets most of the
+#: budget (300 steps), lr 2e-4, and samples at temperature 0.5. At 1.0 the tiny model's samples
+#: are far worse than its greedy answers (first-turn EX 0.19 sampled vs 0.40 greedy), and RL spent
+#: its signal removing sampling errors greedy decoding never makes: training reward up, greedy EX flat.
+EMBEDDED_RL: dict[str, Any] = {"steps": 300, "learning_rate": 2e-4, "temperature": 0.5}
+
+
+def default_rl_settings(model: str, **overrides: Any) -> RLSettings:
+    """RL settings for ``model``: :data:`EMBEDDED_RL` for the embedded sizes, :class:`RLSettings`'s
+    (the paper's temperature 1.0) otherwise; ``overrides`` that are not None win."""
+    base = EMBEDDED_RL if model in EMBEDDED_SIZES else {}
+    return RLSettings(**(base | {k: v for k, v in overrides.items() if v is not None}))
+
+
 Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
 
@@ -43,7 +58,7 @@ class TrainConfig:
 
     out: Path = Path("runs/train")
     model: str = "tiny"
-    rl: RLSettings = field(default_factory=RLSettings)
+    rl: RLSettings = field(default_factory=lambda: RLSettings(**EMBEDDED_RL))
     compare_reward: str | None = None
     #: Optimizer steps of the supervised warm start: a step budget, so that a seed reproduces the run
     #: on any machine (a time budget made the warm start depend on the machine's speed).
@@ -167,9 +182,15 @@ class RLPool:
     heldout: tuple[Example, ...]
 
 
-def rl_pool(data: TemplateDataset, databases: Mapping[str, Path], seed: int, heldout_size: int) -> RLPool:
+def rl_pool(
+    data: TemplateDataset, databases: Mapping[str, Path], seed: int, heldout_size: int, *, paraphrases: bool = True
+) -> RLPool:
     """Split the template pairs no supervised or held-out example uses into RL prompts and a
-    same-kind held-out set (see :class:`RLPool`). Deterministic for a seed."""
+    same-kind held-out set (see :class:`RLPool`). Deterministic for a seed.
+
+    The held-out set takes one paraphrase per SQL; with ``paraphrases`` the RL prompts keep every
+    paraphrase of the remaining SQL (about three times as many distinct prompts, so fewer revisits of
+    each: RL on a few hundred prompts seen 2-5 times each learned them and lost held-out EX)."""
     import random
 
     from progress_sql.training.templates import generate_pairs
@@ -178,27 +199,32 @@ def rl_pool(data: TemplateDataset, databases: Mapping[str, Path], seed: int, hel
         return db_id, " ".join(sql.split())
 
     used = {key(e.db_id, e.gold_sql) for e in [*data.train, *data.heldout_new_combo, *data.heldout_new_value]}
-    unseen: dict[tuple[str, str], Example] = {}
+    unseen: dict[tuple[str, str], list[Example]] = {}  # SQL -> its paraphrases
     for index, pair in enumerate(generate_pairs(databases)):
         identity = key(pair.db_id, pair.sql)
-        if identity not in used and identity not in unseen:
-            unseen[identity] = Example(
-                index=index, question=pair.question, db_id=pair.db_id, db_path=str(databases[pair.db_id]),
-                gold_sql=pair.sql, difficulty=pair.family,
+        if identity not in used:
+            unseen.setdefault(identity, []).append(
+                Example(
+                    index=index, question=pair.question, db_id=pair.db_id, db_path=str(databases[pair.db_id]),
+                    gold_sql=pair.sql, difficulty=pair.family,
+                )
             )  # fmt: skip
     rng = random.Random(seed)
-    candidates = list(unseen.values())
-    rng.shuffle(candidates)
+    sqls = list(unseen)
+    rng.shuffle(sqls)
     by_family: dict[str, list[Example]] = {}
-    for example in candidates:
-        by_family.setdefault(example.difficulty or "", []).append(example)
+    for identity in sqls:
+        first = unseen[identity][0]
+        by_family.setdefault(first.difficulty or "", []).append(first)
     heldout: list[Example] = []
     while len(heldout) < heldout_size and any(by_family.values()):
         for family in sorted(by_family):  # round-robin: every family as evenly as it can
             if by_family[family] and len(heldout) < heldout_size:
                 heldout.append(by_family[family].pop())
     chosen = {key(e.db_id, e.gold_sql) for e in heldout}
-    return RLPool(tuple(e for e in candidates if key(e.db_id, e.gold_sql) not in chosen), tuple(heldout))
+    prompts = [e for i in sqls if i not in chosen for e in (unseen[i] if paraphrases else unseen[i][:1])]
+    rng.shuffle(prompts)
+    return RLPool(tuple(prompts), tuple(heldout))
 
 
 def rl_prompts(fmt: CompactFormat, candidates: Sequence[Example], limit: int) -> dict[str, Example]:

@@ -222,7 +222,13 @@ def write_report(result: RunResult, out: Path) -> Path:
         "",
         f"RL prompts: {result.rl_data or 'the task training examples'}.",
         "",
-        *(f"- reward `{reward}`: {values}" for reward, values in data["rl"].items()),
+        *(
+            f"- reward `{reward}`: " + ", ".join(f"{k} {v}" for k, v in values.items() if k != "zero_variance_share")
+            for reward, values in data["rl"].items()
+        ),
+        "",
+        "Tied groups (all samples of a prompt scored alike, |std| < 1e-6: no learning signal) per step: "
+        + "; ".join(f"`{r}` {v['zero_variance_share']}" for r, v in data["rl"].items()),
         "",
         *(f"![{p}]({p})" for p in plots),
         "",
