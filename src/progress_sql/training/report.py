@@ -15,6 +15,7 @@ CURVES = (
     ("reward", "reward R(Y) (group mean)"),
     ("trajectory/turns_mean", "turns per trajectory"),
     ("completions/mean_length", "response length (model tokens)"),
+    ("groups/zero_variance_share", "share of tied groups (no signal)"),
 )
 COMPONENTS = (("rewards/fmt/mean", "R_fmt"), ("rewards/exec/mean", "R_exec"), ("rewards/late/mean", "R_late"),
               ("rewards/align/mean", "R_align"))  # fmt: skip
