@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,28 @@ def _detail_lines(result: RunResult) -> list[str]:
     return [*lines, ""]
 
 
+def _short(value: Any) -> Any:
+    """Floats to three decimals, also inside a dict (report text, not summary.json)."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    return value
+
+
+def _tenths(values: list[float]) -> str:
+    """The mean of each tenth of a per-step series.
+
+    >>> _tenths([0.0, 1.0] * 10)
+    '0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5'
+    """
+    if not values:
+        return "-"
+    parts = 10 if len(values) >= 10 else len(values)
+    bounds = [round(i * len(values) / parts) for i in range(parts + 1)]
+    return " ".join(f"{statistics.fmean(values[a:b]):.2g}" for a, b in pairwise(bounds) if b > a)
+
+
 def _headline(data: dict[str, Any]) -> list[str]:
     heldout = data.get("heldout")
     if not heldout:
@@ -224,12 +247,15 @@ def write_report(result: RunResult, out: Path) -> Path:
         f"RL prompts: {result.rl_data or 'the task training examples'}.",
         "",
         *(
-            f"- reward `{reward}`: " + ", ".join(f"{k} {v}" for k, v in values.items() if k != "zero_variance_share")
+            f"- reward `{reward}`: "
+            + ", ".join(f"{k} {_short(v)}" for k, v in values.items() if k != "zero_variance_share")
             for reward, values in data["rl"].items()
         ),
         "",
-        "Tied groups (all samples of a prompt scored alike, |std| < 1e-6: no learning signal) per step: "
-        + "; ".join(f"`{r}` {v['zero_variance_share']}" for r, v in data["rl"].items()),
+        "Tied groups (all samples of a prompt scored alike, |std| < 1e-6: no learning signal), mean share per",
+        "tenth of the run (every step in summary.json and the training-curves plot):",
+        "",
+        *(f"- `{r}`: {_tenths(v['zero_variance_share'])}" for r, v in data["rl"].items()),
         "",
         *(f"![{p}]({p})" for p in plots),
         "",
