@@ -89,8 +89,8 @@ def fake_training(monkeypatch: pytest.MonkeyPatch) -> None:
         return recipe.RunResult(
             config,
             data_sizes={"rl_prompts": 4},
-            before={"heldout": recipe.EXReport(4, 1)},
-            after={"heldout": recipe.EXReport(4, 2)},
+            before={"heldout": recipe.Accuracy(4, 1)},
+            after={"heldout": recipe.Accuracy(4, 2)},
             rl={"progressive": RLResult(steps=2, seconds=0.1, metrics=steps)},
             guard="kept the RL model",
             seconds=0.2,

@@ -11,7 +11,7 @@ import pytest
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
-from progress_sql.training.evaluate import EX_LIMITS, EXReport, ex_store, execution_accuracy, greedy_sql
+from progress_sql.training.evaluate import EX_LIMITS, Accuracy, ex_store, execution_accuracy, greedy_sql
 from progress_sql.training.templates import TemplateDataset
 from progress_sql.types import ExecResult
 
@@ -66,7 +66,8 @@ def test_model_sql_runs_in_the_stores_pool(
     monkeypatch.setattr(pool, "run_many", counting)
     store = ex_store(pool=pool)
     report = execution_accuracy(examples, texts, store=store)
-    assert report == EXReport(3, 1, (True, False, False))
+    assert report == Accuracy(3, 1)
+    assert report.matches == (True, False, False)
     assert "SELECT 1" in [job.sql for job in jobs]  # the model's SQL went to the isolated workers
     assert all(job.limits == EX_LIMITS for job in jobs)
     assert execution_accuracy(examples, texts, store=store) == report  # a given store stays open

@@ -24,10 +24,10 @@ def tiny_config(out: Path, steps: int, compare: str | None = None) -> TrainConfi
         out=out,
         rl=RLSettings(steps=steps, prompts_per_step=2, generations=2, max_new_tokens=16, save_steps=1),
         compare_reward=compare,
-        sft_seconds=3.0,
-        sft_max_steps=6,
+        sft_steps=6,
         rl_prompts=6,
         heldout_size=8,
+        heldout_rl_size=8,
     )
 
 
@@ -39,8 +39,17 @@ def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     first = run_embedded(tiny_config(out, steps=1, compare="one-shot"), no_bar)
     assert first.sft["steps"] >= 1
-    assert set(first.before) == {"heldout_new_combo", "heldout_new_value", "real_test"}
+    assert set(first.before) == {"heldout_new_combo", "heldout_new_value", "heldout_rl_kind", "real_test"}
     assert all(acc.n > 0 for acc in first.before.values())
+    assert first.sft["steps"] == 6  # a step budget, not a time budget
+    # the RL prompts and the same-kind held-out set share no SQL with each other or with the warm start
+    assert first.data_sizes["heldout_rl_kind"] == 8
+    assert first.rl_data["prompts"] == 6
+    assert set(first.before_detail) == set(first.before)
+    detail = first.before_detail["heldout_new_combo"]
+    assert detail.turns == 2
+    assert sum(detail.first_correct.values()) == detail.single.n
+    assert set(detail.structural) == {"SELECT", "JOIN", "WHERE", "GROUP", "average"}
     assert set(first.rl) == {"progressive", "one-shot"}
     report = write_report(first, out)
     text = report.read_text()
@@ -48,10 +57,25 @@ def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
     assert "Compared reward: `one-shot`" in text
     for png in ("training_curves.png", "reward_components.png", "ex_before_after.png"):
         assert (out / png).read_bytes().startswith(b"\x89PNG")
+    assert "paired change" in text
+    assert "Table 8" in text
+    summary = json.loads((out / "summary.json").read_text())
+    heldout = summary["heldout"]
+    assert heldout["n"] == 24  # the three template sets of 8, pooled; real_test is reported apart
+    for key in ("ex_before", "ex_after", "se_diff", "diff", "gained", "lost"):
+        assert key in heldout
+    assert set(summary["heldout_detail"]["heldout_rl_kind"]["before"]) == {
+        "single_turn",
+        "within_turns",
+        "first_correct_turn",
+        "structural_mismatch",
+    }
+    assert len(summary["rl"]["progressive"]["zero_variance_share"]) == 1
     metrics = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
     assert metrics[0]["step"] == 1
     for key in ("reward", "rewards/fmt/mean", "rewards/align/mean", "trajectory/turns_mean", "frac_reward_zero_std",
-                "trajectory/first_turn_f", "completions/mean_length"):  # fmt: skip
+                "trajectory/first_turn_f", "completions/mean_length", "groups/zero_variance_share",
+                "groups/variance_share/late", "groups/std/late"):  # fmt: skip
         assert key in metrics[0]
     assert (out / "final" / "config.json").is_file()
     assert "kept" in first.guard
@@ -71,6 +95,9 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--turns", "0"])
     assert result.exit_code == 2
     assert "T must be >= 1" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--sft-steps", "0"])
+    assert result.exit_code == 2
+    assert "sft_steps must be >= 1" in result.output
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--vllm", "bogus"])
     assert result.exit_code == 2
     assert "vllm_mode must be colocate or server" in result.output

@@ -44,8 +44,14 @@ def train_command(
         None, "--compare-reward", help="Also train with this reward (same data, seed, steps) and compare."
     ),
     turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
-    steps: int = typer.Option(40, "--steps", help="RL steps."),
-    sft_seconds: float = typer.Option(240.0, "--sft-seconds", help="Time budget of the supervised warm start."),
+    steps: int | None = typer.Option(None, "--steps", help="RL steps (embedded default 300)."),
+    lr: float | None = typer.Option(None, "--lr", help="RL learning rate (embedded default 2e-4; else 5e-5)."),
+    temperature: float | None = typer.Option(
+        None, "--temperature", help="RL sampling temperature (embedded default 0.5; else the paper's 1.0)."
+    ),
+    sft_steps: int = typer.Option(
+        600, "--sft-steps", help="Optimizer steps of the supervised warm start (a step budget: seeds reproduce)."
+    ),
     task: str | None = task_option(required=False),
     data_dir: Path | None = data_dir_option(),
     data_filter: str = typer.Option(
@@ -61,8 +67,7 @@ def train_command(
     as_json: bool = json_option(),
 ) -> None:
     """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
-    from progress_sql.training.recipe import TrainConfig
-    from progress_sql.training.rl import RLSettings
+    from progress_sql.training.recipe import TrainConfig, default_rl_settings
 
     if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
         warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
@@ -71,9 +76,19 @@ def train_command(
         out=out,
         model=model,
         # training.rl still calls the algorithm its "preset"
-        rl=RLSettings(preset=algorithm, reward=reward, turns=turns, steps=steps, seed=seed, vllm_mode=vllm),
+        rl=default_rl_settings(
+            model,
+            preset=algorithm,
+            reward=reward,
+            turns=turns,
+            steps=steps,
+            learning_rate=lr,
+            temperature=temperature,
+            seed=seed,
+            vllm_mode=vllm,
+        ),
         compare_reward=compare_reward,
-        sft_seconds=sft_seconds,
+        sft_steps=sft_steps,
         seed=seed,
         threads=threads,
         data_filter=data_filter,
@@ -99,7 +114,8 @@ def train_command(
     report = write_report(result, out)
     settings = {
         "model": model, "algorithm": algorithm, "reward": reward, "compare_reward": compare_reward, "turns": turns,
-        "steps": steps, "sft_seconds": sft_seconds, "task": task, "data_dir": str(data_dir) if data_dir else None,
+        "steps": config.rl.steps, "lr": config.rl.learning_rate, "temperature": config.rl.temperature,
+        "sft_steps": sft_steps, "task": task, "data_dir": str(data_dir) if data_dir else None,
         "filter": data_filter, "seed": seed, "threads": threads, "vllm": vllm,
     }  # fmt: skip
     run = RunSummary("train", settings, summary(result))
@@ -118,7 +134,16 @@ def train_command(
         table.add_row(name, str(before.n), f"{100 * before.ex:.1f}% +- {100 * before.standard_error:.1f}",
                       f"{100 * after.ex:.1f}% +- {100 * after.standard_error:.1f}" if after else "-")  # fmt: skip
     stdout.print(table)
+    headline = summary(result)["heldout"]
+    if headline:
+        stdout.print(
+            f"pooled held-out template EX (n = {headline['n']}): {100 * headline['ex_before']:.1f}% -> "
+            f"{100 * headline['ex_after']:.1f}%, paired change {100 * headline['diff']:+.1f} points "
+            f"(SE {100 * headline['se_diff']:.1f})"
+        )
     stdout.print(result.guard)
+    for warning in result.warnings:
+        stdout.print(f"warning: {warning}")
     stdout.print(f"report: {report}")
 
 

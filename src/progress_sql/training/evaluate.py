@@ -8,16 +8,16 @@ which also keeps the gold results.
 >>> texts = [f"<think></think><sql>{e.gold_sql}</sql>" for e in examples[:1]] + ["no sql"]
 >>> report = execution_accuracy(examples, texts)
 >>> report
-EXReport(n=2, correct=1, matches=(True, False))
+Accuracy(n=2, correct=1)
+>>> report.matches
+(True, False)
 >>> report.ex, round(report.standard_error, 4), report.as_dict()
 (0.5, 0.3536, {'n': 2, 'correct': 1, 'ex': 0.5, 'se': 0.353553})
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,32 +28,11 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
 from progress_sql.sql.extract import extract
+from progress_sql.training.heldout import Accuracy
 from progress_sql.types import Example
 
 #: Every query of an EX measurement, gold and model (a training-time budget, not the eval command's).
 EX_LIMITS = ExecLimits(timeout_s=2.0)
-
-
-@dataclass(frozen=True, slots=True)
-class EXReport:
-    """Execution accuracy: ``correct`` of ``n`` answers match the gold; ``matches`` says which, when
-    known (pooled reports leave it empty)."""
-
-    n: int
-    correct: int
-    matches: tuple[bool, ...] = ()
-
-    @property
-    def ex(self) -> float:
-        return self.correct / self.n if self.n else 0.0
-
-    @property
-    def standard_error(self) -> float:
-        """sqrt(ex (1 - ex) / n)."""
-        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}
 
 
 def ex_store(preset: str = "strict", *, pool: ExecutionPool | None = None) -> GoldStore:
@@ -103,7 +82,7 @@ def greedy_sql(
 
 def execution_accuracy(
     examples: Sequence[Example], texts: Sequence[str], preset: str = "strict", *, store: GoldStore | None = None
-) -> EXReport:
+) -> Accuracy:
     """EX of ``texts`` (model answers, SQL extracted with :func:`progress_sql.sql.extract.extract`)
     against each example's gold, run in the isolated pool and judged by ``preset`` (with ``store``,
     by the store's preset and limits; without, by a store of its own, closed on return). A text with
@@ -131,7 +110,7 @@ def execution_accuracy(
         if own:
             store.close()
     matches = tuple(matched.get(position, False) for position in range(len(examples)))
-    return EXReport(len(matches), sum(matches), matches)
+    return Accuracy.of(matches)
 
 
-__all__ = ["EX_LIMITS", "EXReport", "ex_store", "execution_accuracy", "greedy_sql"]
+__all__ = ["EX_LIMITS", "Accuracy", "ex_store", "execution_accuracy", "greedy_sql"]

@@ -14,11 +14,10 @@ reused, RL resumes from its last checkpoint).
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,11 +27,28 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat, Message, opening_messages
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.evaluate import EXReport
+from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
 from progress_sql.training.rl import RLResult, RLSettings, run_rl
+from progress_sql.training.templates import TemplateDataset
 from progress_sql.types import Example
 
 EMBEDDED_SIZES = ("tiny", "small")
+
+#: The embedded default's RL settings (measured in docs/benchmarks.md, Training): RL gets most of the
+#: budget (300 steps of 8 prompts x 8 samples), lr 2e-4, and samples at temperature 0.5. At 1.0 the
+#: tiny model's samples are far worse than its greedy answers (first-turn EX 0.19 sampled vs 0.40
+#: greedy), and RL spent its signal removing sampling errors greedy decoding never makes: training
+#: reward up, greedy EX flat. Up to 56% of groups are tied (no signal): 8 prompts a step, not 4.
+EMBEDDED_RL: dict[str, Any] = {"steps": 300, "prompts_per_step": 8, "learning_rate": 2e-4, "temperature": 0.5}
+
+
+def default_rl_settings(model: str, **overrides: Any) -> RLSettings:
+    """RL settings for ``model``: :data:`EMBEDDED_RL` for the embedded sizes, :class:`RLSettings`'s
+    (the paper's temperature 1.0) otherwise; ``overrides`` that are not None win."""
+    base = EMBEDDED_RL if model in EMBEDDED_SIZES else {}
+    return RLSettings(**(base | {k: v for k, v in overrides.items() if v is not None}))
+
+
 Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
 
@@ -42,14 +58,21 @@ class TrainConfig:
 
     out: Path = Path("runs/train")
     model: str = "tiny"
-    rl: RLSettings = field(default_factory=RLSettings)
+    rl: RLSettings = field(default_factory=lambda: RLSettings(**EMBEDDED_RL))
     compare_reward: str | None = None
-    sft_seconds: float = 240.0
-    sft_max_steps: int = 5000  # the time budget (sft_seconds) normally ends the warm start first
-    rl_prompts: int = 256
+    #: Optimizer steps of the supervised warm start: a step budget, so that a seed reproduces the run
+    #: on any machine (a time budget made the warm start depend on the machine's speed).
+    sft_steps: int = 600
+    #: Most distinct prompts RL may draw from (the embedded default's pool is the template pairs no
+    #: supervised example and no held-out set uses).
+    rl_prompts: int = 4000
     heldout_size: int = 150
+    #: Size of the held-out set drawn from the RL prompts' own pool (same kind, disjoint by SQL).
+    heldout_rl_size: int = 300
     seed: int = 0
     threads: int = 1
+    #: Wall-clock seconds the run is expected to take; exceeding it only adds a warning to the report.
+    expected_seconds: float = 780.0
     #: Gold-audit filter set applied to a --task dataset's training examples (the embedded default's
     #: template golds are generated, so it does not apply there); see progress_sql.audit.filters.
     data_filter: str = "rl-default"
@@ -63,6 +86,10 @@ class TrainConfig:
             get_reward(self.compare_reward)
         if self.threads < 1:
             raise ConfigError(f"threads must be >= 1, got {self.threads}")
+        if self.sft_steps < 1:
+            raise ConfigError(f"sft_steps must be >= 1, got {self.sft_steps}")
+        if self.rl_prompts < 1:
+            raise ConfigError(f"rl_prompts must be >= 1, got {self.rl_prompts}")
 
     @property
     def embedded(self) -> bool:
@@ -76,10 +103,17 @@ class RunResult:
     config: TrainConfig
     data_sizes: dict[str, int] = field(default_factory=dict)
     sft: dict[str, Any] = field(default_factory=dict)
-    before: dict[str, EXReport] = field(default_factory=dict)
-    after: dict[str, EXReport] = field(default_factory=dict)
+    #: Greedy single-turn EX per held-out set (per-prompt outcomes kept for the paired change).
+    before: dict[str, Accuracy] = field(default_factory=dict)
+    after: dict[str, Accuracy] = field(default_factory=dict)
+    #: The embedded default's fuller measurement (multi-turn EX, first-correct turn, Table 8 rates).
+    before_detail: dict[str, SetMeasurement] = field(default_factory=dict)
+    after_detail: dict[str, SetMeasurement] = field(default_factory=dict)
+    #: How the RL prompts were chosen (sizes, pass rates), for the report.
+    rl_data: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     rl: dict[str, RLResult] = field(default_factory=dict)
-    compare_after: dict[str, EXReport] = field(default_factory=dict)
+    compare_after: dict[str, Accuracy] = field(default_factory=dict)
     guard: str = ""
     seconds: float = 0.0
 
@@ -94,15 +128,22 @@ def configure_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def template_set(before: dict[str, EXReport]) -> EXReport:
-    """The held-out template sets pooled (the guard's yardstick)."""
-    parts = [acc for name, acc in before.items() if name != "real_test"]
-    return EXReport(sum(a.n for a in parts), sum(a.correct for a in parts))
+def template_set(before: dict[str, Accuracy]) -> Accuracy:
+    """The held-out template sets pooled (the headline figure and the guard's yardstick)."""
+    return pooled([acc for name, acc in before.items() if name != "real_test"])
+
+
+def heldout_change(result: RunResult) -> PairedChange | None:
+    """The paired change of pooled held-out template EX (None when a side lacks per-prompt outcomes)."""
+    before, after = template_set(result.before), template_set(result.after)
+    if not before.n or len(before.matches) != before.n or len(after.matches) != after.n or before.n != after.n:
+        return None
+    return PairedChange.of(before, after)
 
 
 def evaluate(
     model: Any, tokenizer: Any, fmt: ConversationFormat, sets: dict[str, list[Example]]
-) -> dict[str, EXReport]:
+) -> dict[str, Accuracy]:
     """Greedy single-turn EX on each held-out set (the paper's evaluation protocol): the compact
     format through batched generation, a chat-template model through its template."""
     from progress_sql.training.evaluate import ex_store, execution_accuracy, greedy_sql
@@ -114,8 +155,7 @@ def evaluate(
                 texts = greedy_sql(model, tokenizer, fmt, examples)
             else:
                 texts = _chat_greedy(model, tokenizer, examples)
-            report = execution_accuracy(examples, texts, store=store)
-            results[name] = EXReport(report.n, report.correct)
+            results[name] = execution_accuracy(examples, texts, store=store)
     return results
 
 
@@ -132,30 +172,78 @@ def _chat_greedy(model: Any, tokenizer: Any, examples: Sequence[Example]) -> lis
     return [choices[0] for choices in outputs]
 
 
-def rl_prompts(
-    model: Any, tokenizer: Any, fmt: CompactFormat, candidates: Sequence[Example], limit: int, seed: int
-) -> list[tuple[str, Example]]:
-    """Prompts for RL with their examples: the ones greedy decoding gets wrong first (they carry
-    reward variance), then others; one example per prompt text (two golds behind one prompt would
-    reward contradicting answers)."""
+@dataclass(frozen=True, slots=True)
+class RLPool:
+    """The embedded default's RL data: ``prompts``, template pairs that neither the supervised warm
+    start nor a held-out set uses (shuffled, one paraphrase per SQL), and ``heldout``, a
+    family-balanced set drawn from the same pool, disjoint from ``prompts`` by SQL: held-out prompts of
+    the very kind RL trains on."""
+
+    prompts: tuple[Example, ...]
+    heldout: tuple[Example, ...]
+
+
+def rl_pool(
+    data: TemplateDataset, databases: Mapping[str, Path], seed: int, heldout_size: int, *, paraphrases: bool = True
+) -> RLPool:
+    """Split the template pairs no supervised or held-out example uses into RL prompts and a
+    same-kind held-out set (see :class:`RLPool`). Deterministic for a seed.
+
+    The held-out set takes one paraphrase per SQL; with ``paraphrases`` the RL prompts keep every
+    paraphrase of the remaining SQL (about three times as many distinct prompts, so fewer revisits of
+    each: RL on a few hundred prompts seen 2-5 times each learned them and lost held-out EX)."""
     import random
 
-    from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+    from progress_sql.training.templates import generate_pairs
 
-    pool = list(candidates)
-    random.Random(seed).shuffle(pool)
-    pool = pool[: 3 * limit]
-    texts = greedy_sql(model, tokenizer, fmt, pool)
-    solved = execution_accuracy(pool, texts).matches
-    ordered = [e for e, ok in zip(pool, solved, strict=True) if not ok] + [
-        e for e, ok in zip(pool, solved, strict=True) if ok
-    ]
+    def key(db_id: str, sql: str) -> tuple[str, str]:
+        return db_id, " ".join(sql.split())
+
+    used = {key(e.db_id, e.gold_sql) for e in [*data.train, *data.heldout_new_combo, *data.heldout_new_value]}
+    unseen: dict[tuple[str, str], list[Example]] = {}  # SQL -> its paraphrases
+    for index, pair in enumerate(generate_pairs(databases)):
+        identity = key(pair.db_id, pair.sql)
+        if identity not in used:
+            unseen.setdefault(identity, []).append(
+                Example(
+                    index=index, question=pair.question, db_id=pair.db_id, db_path=str(databases[pair.db_id]),
+                    gold_sql=pair.sql, difficulty=pair.family,
+                )
+            )  # fmt: skip
+    rng = random.Random(seed)
+    sqls = list(unseen)
+    rng.shuffle(sqls)
+    by_family: dict[str, list[Example]] = {}
+    for identity in sqls:
+        first = unseen[identity][0]
+        by_family.setdefault(first.difficulty or "", []).append(first)
+    heldout: list[Example] = []
+    while len(heldout) < heldout_size and any(by_family.values()):
+        for family in sorted(by_family):  # round-robin: every family as evenly as it can
+            if by_family[family] and len(heldout) < heldout_size:
+                heldout.append(by_family[family].pop())
+    chosen = {key(e.db_id, e.gold_sql) for e in heldout}
+    prompts = [e for i in sqls if i not in chosen for e in (unseen[i] if paraphrases else unseen[i][:1])]
+    rng.shuffle(prompts)
+    return RLPool(tuple(prompts), tuple(heldout))
+
+
+def rl_prompts(fmt: CompactFormat, candidates: Sequence[Example], limit: int) -> list[tuple[str, Example]]:
+    """At most ``limit`` RL prompts with their examples, in the candidates' order; one example per
+    prompt text (two golds behind one prompt would reward contradicting answers)."""
     prompts: dict[str, Example] = {}
-    for example in ordered:
+    for example in candidates:
         prompts.setdefault(fmt.prompt(example.db_id, example.question), example)
         if len(prompts) >= limit:
             break
     return list(prompts.items())
+
+
+def measure_sets(
+    model: Any, tokenizer: Any, fmt: CompactFormat, sets: Mapping[str, Sequence[Example]], turns: int
+) -> dict[str, SetMeasurement]:
+    """:func:`progress_sql.training.heldout.measure` on each held-out set."""
+    return {name: measure(model, tokenizer, fmt, examples, turns=turns) for name, examples in sets.items()}
 
 
 def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
@@ -173,13 +261,16 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
     (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
     result = RunResult(config)
     fmt = CompactFormat()
-    data = build_dataset(embedded_databases(), seed=config.seed, heldout_size=config.heldout_size)
+    databases = embedded_databases()
+    data = build_dataset(databases, seed=config.seed, heldout_size=config.heldout_size)
+    pool = rl_pool(data, databases, config.seed, config.heldout_rl_size)
     held_out = {
         "heldout_new_combo": data.heldout_new_combo,
         "heldout_new_value": data.heldout_new_value,
+        "heldout_rl_kind": list(pool.heldout),
         "real_test": data.real_test,
     }
-    result.data_sizes = {"train": len(data.train), "real_train": len(data.real_train)} | {
+    result.data_sizes = {"train": len(data.train), "real_train": len(data.real_train), "rl_pool": len(pool.prompts)} | {
         name: len(examples) for name, examples in held_out.items()
     }
 
@@ -192,17 +283,10 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
         tokenizer = train_tokenizer(texts)
         model = build_model(tokenizer, size=config.model, seed=config.seed)
         examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
-        advance = phase("supervised warm start (seconds)", math.ceil(config.sft_seconds))
-        shown = [0]
-
-        def tick(step: Any) -> None:  # the bar counts seconds: the time budget ends the warm start
-            elapsed = min(math.ceil(config.sft_seconds), int(step.seconds))
-            advance(elapsed - shown[0])
-            shown[0] = elapsed
-
+        advance = phase("supervised warm start (steps)", config.sft_steps)
         report = run_sft(
-            model, tokenizer, examples, max_steps=config.sft_max_steps, max_seconds=config.sft_seconds,
-            seed=config.seed, progress=tick,
+            model, tokenizer, examples, max_steps=config.sft_steps, max_seconds=None, seed=config.seed,
+            progress=lambda _step: advance(1),
         )  # fmt: skip
         result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
         model.save_pretrained(sft_dir)
@@ -210,10 +294,15 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
         (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
 
     advance = phase("EX before RL", 1)
-    result.before = evaluate(model, tokenizer, fmt, held_out)
+    result.before_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)
+    result.before = {name: m.single for name, m in result.before_detail.items()}
     advance(1)
-    prompts = rl_prompts(model, tokenizer, fmt, [*data.train, *data.real_train], config.rl_prompts, config.seed)
-    with ExecutionPool(workers=1) as pool:
+    prompts = rl_prompts(fmt, pool.prompts, config.rl_prompts)
+    result.rl_data = {
+        "source": "template pairs unseen by the warm start and the held-out sets",
+        "prompts": len(prompts),
+    }
+    with ExecutionPool(workers=1) as execution:
         runs = [(config.rl.reward, out / "rl", model)]
         if config.compare_reward is not None:
             runs.append((config.compare_reward, out / f"rl-{config.compare_reward}", _load(sft_dir)[0]))
@@ -221,7 +310,7 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
             advance = phase(f"RL ({config.rl.preset}, reward {reward})", config.rl.steps)
             settings = replace(config.rl, reward=reward)
             result.rl[reward] = run_rl(
-                policy, tokenizer, fmt, prompts, settings, folder, pool, on_step=_advancer(advance)
+                policy, tokenizer, fmt, prompts, settings, folder, execution, on_step=_advancer(advance)
             )
             policy.save_pretrained(folder / "final")
             tokenizer.save_pretrained(folder / "final")
@@ -230,10 +319,16 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
             result.compare_after = evaluate(runs[1][2], tokenizer, fmt, held_out)
             advance(1)
     advance = phase("EX after RL", 1)
-    result.after = evaluate(model, tokenizer, fmt, held_out)
+    result.after_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)
+    result.after = {name: m.single for name, m in result.after_detail.items()}
     advance(1)
     result.guard = _guard(result, sft_dir, out)
     result.seconds = time.perf_counter() - started
+    if result.seconds > config.expected_seconds:
+        result.warnings.append(
+            f"the run took {result.seconds:.0f} s, more than the {config.expected_seconds:.0f} s expected of the "
+            "default on 2 cores: a slower or busier machine (budgets are in steps, so the figures are unaffected)"
+        )
     return result
 
 
@@ -325,22 +420,22 @@ def filter_training_examples(examples: Sequence[Example], name: str, out: Path) 
 
 
 def _guard(result: RunResult, sft_dir: Path, out: Path) -> str:
-    """Keep the RL model unless it lowered held-out template EX by more than two standard errors."""
-    before, after = template_set(result.before), template_set(result.after)
+    """Keep the RL model unless it lowered pooled held-out template EX by more than two standard
+    errors of the paired difference."""
+    change = heldout_change(result)
+    assert change is not None, "the embedded run scores every held-out prompt before and after"
     final = out / "final"
     if final.exists():
         shutil.rmtree(final)
-    if after.ex < before.ex - 2 * before.standard_error:
-        shutil.copytree(sft_dir, final)
-        return (
-            f"RL lowered held-out template EX from {100 * before.ex:.1f}% to {100 * after.ex:.1f}% "
-            f"(more than 2 SE = {200 * before.standard_error:.1f} points): the supervised checkpoint is kept"
-        )
-    shutil.copytree(out / "rl" / "final", final)
-    return (
-        f"held-out template EX {100 * before.ex:.1f}% -> {100 * after.ex:.1f}% "
-        f"(2 SE = {200 * before.standard_error:.1f} points): the RL checkpoint is kept"
+    figures = (
+        f"held-out template EX {100 * change.before:.1f}% -> {100 * change.after:.1f}% on n = {change.n} "
+        f"(paired change {100 * change.difference:+.1f} points, 2 SE = {200 * change.se_difference:.1f})"
     )
+    if change.difference < -2 * change.se_difference:
+        shutil.copytree(sft_dir, final)
+        return f"RL lowered {figures}: the supervised checkpoint is kept"
+    shutil.copytree(out / "rl" / "final", final)
+    return f"{figures}: the RL checkpoint is kept"
 
 
 def _load(folder: Path) -> tuple[Any, Any]:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import statistics
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
-from progress_sql.training.evaluate import EXReport
-from progress_sql.training.recipe import RunResult, template_set
+from progress_sql.training.heldout import Accuracy
+from progress_sql.training.recipe import RunResult, heldout_change, template_set
 
 CURVES = (
     ("reward", "reward R(Y) (group mean)"),
     ("trajectory/turns_mean", "turns per trajectory"),
     ("completions/mean_length", "response length (model tokens)"),
+    ("groups/zero_variance_share", "share of tied groups (no signal)"),
 )
 COMPONENTS = (("rewards/fmt/mean", "R_fmt"), ("rewards/exec/mean", "R_exec"), ("rewards/late/mean", "R_late"),
               ("rewards/align/mean", "R_align"))  # fmt: skip
@@ -28,8 +30,29 @@ def _window(records: list[dict[str, Any]], key: str, first: bool, size: int = 10
     return statistics.fmean(part)
 
 
+def _heldout(result: RunResult) -> dict[str, Any] | None:
+    """The headline: pooled held-out template EX before and after RL with the paired difference."""
+    change = heldout_change(result)
+    if change is None:
+        return None
+    before, after = template_set(result.before), template_set(result.after)
+    return {
+        "sets": [name for name in result.before if name != "real_test"],
+        "n": change.n,
+        "ex_before": round(change.before, 6),
+        "ex_after": round(change.after, 6),
+        "se_before": round(before.standard_error, 6),
+        "se_after": round(after.standard_error, 6),
+        "diff": round(change.difference, 6),
+        "se_diff": round(change.se_difference, 6),
+        "gained": change.gained,
+        "lost": change.lost,
+        "significant": change.significant,
+    }
+
+
 def summary(result: RunResult) -> dict[str, Any]:
-    """Every number of the run, for summary.json and docs/benchmarks.md."""
+    """Every number of the run, for summary.json and docs/benchmarks.md (keys in docs/training.md)."""
     rl = {}
     for reward, run in result.rl.items():
         rl[reward] = {
@@ -38,29 +61,120 @@ def summary(result: RunResult) -> dict[str, Any]:
             "resumed_from": run.resumed_from,
             "reward_first10": _window(run.metrics, "reward", True),
             "reward_last10": _window(run.metrics, "reward", False),
-            "frac_reward_zero_std_mean": _window(run.metrics, "frac_reward_zero_std", True, size=10**9),
-        }
+            "zero_variance_share_mean": _window(run.metrics, "groups/zero_variance_share", True, size=10**9),
+            "zero_variance_share": [round(float(r["groups/zero_variance_share"]), 4) for r in run.metrics
+                                    if "groups/zero_variance_share" in r],
+            "variance_share": {name: _window(run.metrics, f"groups/variance_share/{name}", True, size=10**9)
+                               for _, name in ((k, k.split("/")[1]) for k, _ in COMPONENTS)},
+        }  # fmt: skip
+    detail = {
+        name: {"before": result.before_detail[name].as_dict(), "after": result.after_detail[name].as_dict()}
+        for name in result.before_detail
+        if name in result.after_detail
+    }
     return {
         "model": result.config.model,
         "data": result.data_sizes,
         "sft": result.sft,
+        "heldout": _heldout(result),
         "ex_before": {k: v.as_dict() for k, v in result.before.items()},
         "ex_after": {k: v.as_dict() for k, v in result.after.items()},
         "ex_after_compared_reward": {k: v.as_dict() for k, v in result.compare_after.items()},
+        "heldout_detail": detail,
         "template_ex_before": template_set(result.before).as_dict() if result.before else None,
         "template_ex_after": template_set(result.after).as_dict() if result.after else None,
+        "rl_data": result.rl_data,
         "rl": rl,
         "guard": result.guard,
+        "warnings": result.warnings,
         "seconds": round(result.seconds, 1),
     }
 
 
-def _row(name: str, before: EXReport, after: EXReport) -> str:
+def _row(name: str, before: Accuracy, after: Accuracy) -> str:
     delta = 100 * (after.ex - before.ex)
     return (
         f"| {name} | {before.n} | {100 * before.ex:.1f} +- {100 * before.standard_error:.1f} | "
         f"{100 * after.ex:.1f} +- {100 * after.standard_error:.1f} | {delta:+.1f} |"
     )
+
+
+def _detail_lines(result: RunResult) -> list[str]:
+    """Multi-turn EX, the first-correct-turn distribution and Table 8's structural rates."""
+    if not result.before_detail or not result.after_detail:
+        return []
+    turns = next(iter(result.before_detail.values())).turns
+    lines = [
+        f"### With ODT feedback: EX within T = {turns} turns (greedy) and the first correct turn",
+        "",
+        "| held-out set | EX within T before (%) | after (%) | first correct turn before (1, 2, ..., never) | after |",
+        "|---|---:|---:|---|---|",
+    ]
+    for name, before in result.before_detail.items():
+        after = result.after_detail[name]
+
+        def dist(m: Any) -> str:
+            return " / ".join(str(m.first_correct.get(k, 0)) for k in [*range(1, m.turns + 1), 0])
+
+        lines.append(
+            f"| {name} | {100 * before.within_turns.ex:.1f} | {100 * after.within_turns.ex:.1f} | "
+            f"{dist(before)} | {dist(after)} |"
+        )
+    lines += [
+        "",
+        "### ODT structural mismatch rates of the single-turn answers (the paper's Table 8), before -> after",
+        "",
+        "| held-out set | SELECT | JOIN | WHERE | GROUP | average |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f}"
+
+    for name, before in result.before_detail.items():
+        after = result.after_detail[name]
+        cells = [
+            f"{pct(before.structural.get(c))} -> {pct(after.structural.get(c))}"
+            for c in ("SELECT", "JOIN", "WHERE", "GROUP", "average")
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _short(value: Any) -> Any:
+    """Floats to three decimals, also inside a dict (report text, not summary.json)."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    return value
+
+
+def _tenths(values: list[float]) -> str:
+    """The mean of each tenth of a per-step series.
+
+    >>> _tenths([0.0, 1.0] * 10)
+    '0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5 0.5'
+    """
+    if not values:
+        return "-"
+    parts = 10 if len(values) >= 10 else len(values)
+    bounds = [round(i * len(values) / parts) for i in range(parts + 1)]
+    return " ".join(f"{statistics.fmean(values[a:b]):.2g}" for a, b in pairwise(bounds) if b > a)
+
+
+def _headline(data: dict[str, Any]) -> list[str]:
+    heldout = data.get("heldout")
+    if not heldout:
+        return []
+    verdict = "more than" if heldout["significant"] else "not more than"
+    return [
+        f"**Held-out template EX (pooled: {', '.join(heldout['sets'])}; n = {heldout['n']}): "
+        f"{100 * heldout['ex_before']:.1f}% -> {100 * heldout['ex_after']:.1f}%, paired change "
+        f"{100 * heldout['diff']:+.1f} points (SE of the paired difference {100 * heldout['se_diff']:.1f}; "
+        f"{heldout['gained']} prompts gained, {heldout['lost']} lost): {verdict} two standard errors.**",
+        "",
+    ]
 
 
 def _sft_line(sft: dict[str, Any]) -> str:
@@ -112,8 +226,10 @@ def write_report(result: RunResult, out: Path) -> Path:
         "",
         "## Execution accuracy before and after RL",
         "",
-        "Greedy single-turn decoding, strict comparison; +- is one standard error (sqrt(p(1-p)/n)).",
+        "Greedy single-turn decoding, strict comparison; +- is one standard error (sqrt(p(1-p)/n)); the same",
+        "prompts are scored before and after, so the change is paired (its standard error below).",
         "",
+        *_headline(data),
         "| held-out set | n | EX before (%) | EX after (%) | change |",
         "|---|---:|---:|---:|---:|",
         *(_row(name, result.before[name], result.after[name]) for name in result.before if name in result.after),
@@ -123,9 +239,23 @@ def write_report(result: RunResult, out: Path) -> Path:
         "",
         f"Guard: {result.guard}.",
         "",
+        *_detail_lines(result),
+        *(f"Warning: {w}." for w in result.warnings),
+        "",
         "## RL",
         "",
-        *(f"- reward `{reward}`: {values}" for reward, values in data["rl"].items()),
+        f"RL prompts: {result.rl_data or 'the task training examples'}.",
+        "",
+        *(
+            f"- reward `{reward}`: "
+            + ", ".join(f"{k} {_short(v)}" for k, v in values.items() if k != "zero_variance_share")
+            for reward, values in data["rl"].items()
+        ),
+        "",
+        "Tied groups (all samples of a prompt scored alike, |std| < 1e-6: no learning signal), mean share per",
+        "tenth of the run (every step in summary.json and the training-curves plot):",
+        "",
+        *(f"- `{r}`: {_tenths(v['zero_variance_share'])}" for r, v in data["rl"].items()),
         "",
         *(f"![{p}]({p})" for p in plots),
         "",

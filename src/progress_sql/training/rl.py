@@ -10,6 +10,7 @@ first-turn F and EX). Checkpoints go to ``<out>/checkpoints``; a rerun resumes f
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,11 +89,58 @@ class RLResult:
     resumed_from: str | None = None
 
 
+#: Group rewards whose standard deviation is below this count as tied (float noise in R_align reaches 1e-8).
+TIE_TOLERANCE = 1e-6
+
+
+def group_statistics(
+    components: Sequence[Mapping[str, float]], group_size: int, tolerance: float = TIE_TOLERANCE
+) -> dict[str, float]:
+    """Per-call statistics of the reward groups (consecutive runs of ``group_size`` trajectories, as
+    TRL repeats each prompt): the share of groups whose total reward is tied (standard deviation below
+    ``tolerance``; TRL's own ``frac_reward_zero_std`` counts float noise as variance), and for each
+    component its mean within-group standard deviation and its share of the within-group variance of
+    the total (covariance with the total over the total's variance: which terms carry the advantage).
+
+    >>> stats = group_statistics([{"late": 2.0, "align": -0.1}, {"late": 0.0, "align": -0.1 + 1e-9}] * 2, 2)
+    >>> stats["groups/zero_variance_share"], round(stats["groups/variance_share/late"], 6)
+    (0.0, 1.0)
+    >>> group_statistics([{"late": 2.0}, {"late": 2.0 + 1e-9}], 2)["groups/zero_variance_share"]
+    1.0
+    """
+    groups = [components[i : i + group_size] for i in range(0, len(components) - group_size + 1, group_size)]
+    if not groups:
+        return {}
+    names = sorted({name for parts in components for name in parts})
+    tied = 0
+    total_variance = 0.0
+    covariance = dict.fromkeys(names, 0.0)
+    spread = dict.fromkeys(names, 0.0)
+    for group in groups:
+        totals = [sum(parts.values()) for parts in group]
+        mean = statistics.fmean(totals)
+        if statistics.pstdev(totals) < tolerance:
+            tied += 1
+            continue
+        total_variance += statistics.pvariance(totals)
+        for name in names:
+            values = [parts.get(name, 0.0) for parts in group]
+            centre = statistics.fmean(values)
+            covariance[name] += statistics.fmean((v - centre) * (t - mean) for v, t in zip(values, totals, strict=True))
+            spread[name] += statistics.pstdev(values)
+    stats = {"groups/zero_variance_share": tied / len(groups)}
+    for name in names:
+        stats[f"groups/std/{name}"] = spread[name] / len(groups)
+        stats[f"groups/variance_share/{name}"] = covariance[name] / total_variance if total_variance else 0.0
+    return stats
+
+
 class _TrajectoryStats:
     """Wraps the rollout function and keeps per-call trajectory statistics for the step logs."""
 
-    def __init__(self, rollout: TrlRollout) -> None:
+    def __init__(self, rollout: TrlRollout, group_size: int) -> None:
         self.rollout = rollout
+        self.group_size = group_size
         self.pending: dict[str, float] = {}
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -105,6 +153,7 @@ class _TrajectoryStats:
             "trajectory/first_correct_turn_mean": sum(k_stars) / len(k_stars) if k_stars else 0.0,
             "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
             "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
+            **group_statistics(output["reward_components"], self.group_size),
         }
         return output
 
@@ -184,7 +233,8 @@ def run_rl(
     )
     examples = [example for _, example in prompts]
     stats = _TrajectoryStats(
-        TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool)
+        TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool),
+        settings.generations,
     )
     metrics: list[dict[str, Any]] = []
     trainer = grpo_trainer(

@@ -1,0 +1,206 @@
+"""Held-out measurement of a run: EX before and after RL on the same prompts, and how far apart.
+
+Every held-out prompt is scored twice (before and after RL), so the change in EX is a paired
+difference: its standard error comes from the per-prompt differences (gained, lost), which is
+much smaller than the two unpaired standard errors combined when most prompts do not change.
+
+Besides greedy single-turn EX (the paper's evaluation protocol), :func:`measure` runs the greedy
+policy with ODT feedback for up to T turns (EX within T turns, the first-correct-turn
+distribution) and tags each single-turn answer with the ODT (the paper's Table 8 structural
+mismatch rates).
+
+>>> before, after = Accuracy.of([True, True, False, False]), Accuracy.of([True, True, True, False])
+>>> change = PairedChange.of(before, after)
+>>> change.gained, change.lost, change.difference, round(change.se_difference, 3)
+(1, 0, 0.25, 0.25)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from progress_sql.types import Example
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    """EX over ``n`` prompts; ``matches`` keeps the per-prompt outcome (in the set's order) for pairing."""
+
+    n: int
+    correct: int
+    matches: tuple[bool, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def of(cls, matches: Sequence[bool]) -> Accuracy:
+        return cls(len(matches), sum(bool(m) for m in matches), tuple(bool(m) for m in matches))
+
+    @property
+    def ex(self) -> float:
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def standard_error(self) -> float:
+        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}
+
+
+def pooled(parts: Sequence[Accuracy]) -> Accuracy:
+    """Several sets as one (matches concatenated in order)."""
+    matches = tuple(m for part in parts for m in part.matches)
+    n, correct = sum(p.n for p in parts), sum(p.correct for p in parts)
+    return Accuracy(n, correct, matches if len(matches) == n else ())
+
+
+@dataclass(frozen=True, slots=True)
+class PairedChange:
+    """EX after minus EX before on the same ``n`` prompts. ``se_difference`` is the standard error of
+    the mean per-prompt difference (sample standard deviation of d_i in {-1, 0, 1} over sqrt(n));
+    ``significant`` says whether the change exceeds two of them."""
+
+    n: int
+    before: float
+    after: float
+    gained: int
+    lost: int
+
+    @classmethod
+    def of(cls, before: Accuracy, after: Accuracy) -> PairedChange:
+        if before.n != after.n or len(before.matches) != before.n or len(after.matches) != after.n:
+            raise ValueError("a paired change needs the per-prompt outcomes of the same prompts before and after")
+        gained = sum(1 for b, a in zip(before.matches, after.matches, strict=True) if a and not b)
+        lost = sum(1 for b, a in zip(before.matches, after.matches, strict=True) if b and not a)
+        return cls(before.n, before.ex, after.ex, gained, lost)
+
+    @property
+    def difference(self) -> float:
+        return (self.gained - self.lost) / self.n if self.n else 0.0
+
+    @property
+    def se_difference(self) -> float:
+        if self.n < 2:
+            return 0.0
+        mean = self.difference
+        squares = (self.gained + self.lost) - self.n * mean * mean  # sum of (d_i - mean)^2
+        return math.sqrt(max(0.0, squares) / (self.n - 1) / self.n)
+
+    @property
+    def significant(self) -> bool:
+        return abs(self.difference) > 2 * self.se_difference
+
+    def as_dict(self) -> dict[str, float | int | bool]:
+        return {
+            "n": self.n,
+            "ex_before": round(self.before, 6),
+            "ex_after": round(self.after, 6),
+            "diff": round(self.difference, 6),
+            "se_diff": round(self.se_difference, 6),
+            "gained": self.gained,
+            "lost": self.lost,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SetMeasurement:
+    """One held-out set measured once: single-turn greedy EX, EX within T turns with feedback, the
+    first-correct turn of each multi-turn episode (0: never), and the ODT structural mismatch rates
+    of the single-turn answers."""
+
+    single: Accuracy
+    within_turns: Accuracy
+    turns: int
+    first_correct: Mapping[int, int]
+    structural: Mapping[str, float | None]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "single_turn": self.single.as_dict(),
+            "within_turns": self.within_turns.as_dict() | {"turns": self.turns},
+            "first_correct_turn": {str(k): v for k, v in sorted(self.first_correct.items())},
+            "structural_mismatch": dict(self.structural),
+        }
+
+
+def structural_rates(examples: Sequence[Example], sqls: Sequence[str | None]) -> dict[str, float | None]:
+    """The share of answers with a SELECT / JOIN / WHERE / GROUP mismatch against the gold, and
+    their average (the paper's Table 8; :mod:`progress_sql.evaluation.analysis`)."""
+    from progress_sql.evaluation.analysis import MAIN_CATEGORIES, analyze, diagnosis_tags
+    from progress_sql.odt import prepare_gold
+
+    golds: dict[tuple[str, str], Any] = {}
+    tags = []
+    for example, sql in zip(examples, sqls, strict=True):
+        key = (example.db_path, example.gold_sql)
+        if key not in golds:
+            golds[key] = prepare_gold(example.gold_sql, _schema(example.db_path))
+        tags.append(diagnosis_tags(sql, golds[key]))
+    report = analyze(tags)
+    rates: dict[str, float | None] = {c: report["rates"][c] for c in MAIN_CATEGORIES}
+    rates["average"] = report["average"]
+    return rates
+
+
+def _schema(db_path: str) -> Any:
+    from progress_sql.data.schema import read_schema
+
+    return read_schema(db_path)
+
+
+class _Unwrapped:
+    """The part of a TRL trainer the rollout's model generator reads: the model itself."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.accelerator = self
+
+    def unwrap_model(self, model: Any) -> Any:
+        return model
+
+
+def measure(
+    model: Any,
+    tokenizer: Any,
+    fmt: Any,
+    examples: Sequence[Example],
+    *,
+    turns: int,
+    max_new_tokens: int = 48,
+    batch_size: int = 64,
+) -> SetMeasurement:
+    """Measure ``examples`` once (compact format, greedy decoding): see :class:`SetMeasurement`."""
+    from progress_sql.env.core import EnvConfig
+    from progress_sql.execution.pool import ExecutionPool
+    from progress_sql.integrations.trl import ModelGenerator, TrlRollout
+    from progress_sql.sql.extract import extract
+    from progress_sql.training.evaluate import execution_accuracy, greedy_sql
+
+    texts = greedy_sql(model, tokenizer, fmt, examples)
+    single = execution_accuracy(examples, texts)
+    structural = structural_rates(examples, [extract(text).sql for text in texts])
+    k_stars: list[int] = []
+    with ExecutionPool(workers=1) as pool:
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start : start + batch_size]
+            rollout = TrlRollout(
+                list(chunk), tokenizer, fmt, ModelGenerator(tokenizer, max_new_tokens, temperature=0.0),
+                env_config=EnvConfig(max_turns=turns, timeout_s=10.0, schema_profile="none"), pool=pool,
+            )  # fmt: skip
+            output = rollout.episodes([fmt.prompt(e.db_id, e.question) for e in chunk], chunk, _Unwrapped(model))
+            k_stars += [int(k) for k in output["k_star"]]
+    model.eval()
+    return SetMeasurement(
+        single=single,
+        within_turns=Accuracy.of([k > 0 for k in k_stars]),
+        turns=turns,
+        first_correct=dict(Counter(k_stars)),
+        structural=structural,
+    )
+
+
+__all__ = ["Accuracy", "PairedChange", "SetMeasurement", "measure", "pooled", "structural_rates"]
