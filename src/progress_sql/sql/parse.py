@@ -1,16 +1,13 @@
-"""The only place in progress-sql that calls sqlglot's parser.
-
-Model-written SQL is untrusted: it may be empty, megabytes long, nested thousands of levels deep or
-not SQL at all. :func:`parse_sql` never raises on such input; it returns a :class:`ParseFailure`
-with the reason, so that callers treat a bad query as data.
+"""The only place in progress-sql that calls sqlglot's parser. Model-written SQL is untrusted (empty,
+huge, deeply nested, not SQL): :func:`parse_sql` never raises, it returns a :class:`ParseFailure` with
+the reason, so that callers treat a bad query as data (limits: docs/odt.md#pipeline, step 1).
 
 >>> parse_sql("SELECT name FROM singer;").sql()
 'SELECT name FROM singer'
 >>> parse_sql("SELEC name FROM").reason.startswith("syntax error")
 True
 >>> parse_sql("SELECT 1; SELECT 2").reason
-'expected exactly one statement, found 2'
-"""
+'expected exactly one statement, found 2'"""
 
 from __future__ import annotations
 
