@@ -8,7 +8,8 @@ docs/evaluation.md#odt-error-analysis.
 [('WHERE_MISSING',), ('SELECT_ERROR', 'WHERE_MISSING')]
 >>> report = analyze(tags)
 >>> report["rates"]["WHERE"], report["rates"]["SELECT"], report["average"]
-(1.0, 0.5, 0.375)"""
+(1.0, 0.5, 0.375)
+"""
 
 from __future__ import annotations
 

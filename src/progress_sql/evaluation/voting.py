@@ -8,7 +8,8 @@ rule and the grouping: docs/evaluation.md#answers-greedy-voten-passk.
 >>> vote.chosen, vote.sizes, vote.share
 (1, (1, 2), 0.5)
 >>> round(pass_at_k(8, 2, 4), 4)
-0.7857"""
+0.7857
+"""
 
 from __future__ import annotations
 

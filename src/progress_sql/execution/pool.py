@@ -5,7 +5,8 @@ docs/semantics.md#the-worker-pool.
 Usage::
 
     with ExecutionPool(workers=2) as pool:
-        results = pool.run_many([ExecJob("db.sqlite", "SELECT 1"), ...])"""
+        results = pool.run_many([ExecJob("db.sqlite", "SELECT 1"), ...])
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Spider evaluator rewrites text; a sqlglot round trip would re-quote ``"Republic"
 >>> strip_distinct('SELECT DISTINCT name, count(DISTINCT x) FROM t WHERE a = "distinct"')
 'SELECT  name, count( x) FROM t WHERE a = "distinct"'
 >>> first_statement("SELECT 1; SELECT 2")
-'SELECT 1;'"""
+'SELECT 1;'
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ ROOT
     SELECT
   SELECT
     SUBQUERY where
-      SELECT"""
+      SELECT
+"""
 
 from __future__ import annotations
 

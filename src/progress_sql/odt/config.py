@@ -5,7 +5,8 @@ comes from and where we depart from our starting proposal: docs/odt.md#defaults-
 >>> round(sum(config.weights.as_dict().values()), 10)
 1.0
 >>> config.alpha
-0.7"""
+0.7
+"""
 
 from __future__ import annotations
 

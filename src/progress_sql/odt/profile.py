@@ -6,7 +6,8 @@ docs/odt.md#pipeline, step 4); a nested query is the placeholder ``<subquery>`` 
 ...                    "ON T1.stadium_id = T2.stadium_id GROUP BY T1.stadium_id ORDER BY n DESC LIMIT 1")
 >>> p = profile_select(select, scope_for(select))
 >>> sorted(p.select), sorted(p.joins), sorted(p.order_by), p.join_count, p.has_limit
-(['count(*)', 'stadium.name'], ['concert.stadium_id = stadium.stadium_id'], ['count(*) desc'], 1, True)"""
+(['count(*)', 'stadium.name'], ['concert.stadium_id = stadium.stadium_id'], ['count(*) desc'], 1, True)
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ docs/odt.md#pipeline, step 5.
 >>> from progress_sql.odt.build import build_odt
 >>> result = compare_trees(build_odt("SELECT a FROM t"), build_odt("SELECT a FROM t WHERE b = 1"))
 >>> round(result.score, 4), sorted(result.tags)
-(0.8357, ['WHERE_MISSING'])"""
+(0.8357, ['WHERE_MISSING'])
+"""
 
 from __future__ import annotations
 

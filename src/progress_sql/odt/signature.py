@@ -5,7 +5,8 @@ docs/odt.md#pipeline, step 4.
 >>> select = parse_sql("SELECT T1.a FROM singer AS T1 WHERE 3 < T1.age")
 >>> scope = Scope.for_sources([("singer", "singer", "t1")])
 >>> Renderer(scope).render(select.args["where"].this)
-'singer.age > ?'"""
+'singer.age > ?'
+"""
 
 from __future__ import annotations
 

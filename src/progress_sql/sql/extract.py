@@ -4,7 +4,8 @@ never raises. The rule and the recovery: docs/environment.md#the-output-format.
 >>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
 Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None)
 >>> extract("Sure! ```sql\nSELECT 1\n```").sql, extract("Sure! ```sql\nSELECT 1\n```").problem
-('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')"""
+('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')
+"""
 
 from __future__ import annotations
 

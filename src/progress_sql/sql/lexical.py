@@ -4,7 +4,8 @@ docs/odt.md#pipeline). A single regular expression tokenizes: it never fails, wh
 >>> lexical_similarity("SELECT name FROM t WHERE x = 'A'", 'select  NAME from T where x = "a";')
 1.0
 >>> round(lexical_similarity("SELECT a FROM t WHERE x = 1", "SELECT a FROM t WHERE x = 2"), 3)
-0.75"""
+0.75
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 
 >>> tree = parse_for_odt('SELECT name FROM country WHERE government != "Republic"')
 >>> tree.sql()
-"SELECT name FROM country WHERE government <> 'Republic'""""
+"SELECT name FROM country WHERE government <> 'Republic'"
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ the reason, so that callers treat a bad query as data (limits: docs/odt.md#pipel
 >>> parse_sql("SELEC name FROM").reason.startswith("syntax error")
 True
 >>> parse_sql("SELECT 1; SELECT 2").reason
-'expected exactly one statement, found 2'"""
+'expected exactly one statement, found 2'
+"""
 
 from __future__ import annotations
 

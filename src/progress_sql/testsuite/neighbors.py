@@ -5,7 +5,8 @@ else, in SQLite's dialect; the edits: docs/testsuite.md#how-a-suite-is-built, st
 >>> schema = Schema.from_mapping({"stadium": ["location", "capacity"]})
 >>> found = neighbour_candidates("SELECT location FROM stadium WHERE capacity < 100", schema)
 >>> "SELECT location FROM stadium" in found, "SELECT location FROM stadium WHERE capacity <= 100" in found
-(True, True)"""
+(True, True)
+"""
 
 from __future__ import annotations
 
