@@ -1,4 +1,4 @@
-"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sql>...</sql>`` format);
+r"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sql>...</sql>`` format);
 never raises. The rule and the recovery: docs/environment.md#the-output-format.
 
 >>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
