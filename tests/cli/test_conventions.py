@@ -20,9 +20,9 @@ from progress_sql.cli._common import (
     add_command,
     timeout_default,
 )
-from tests.cli.reference import BEGIN, END, commands, options_reference, splice, visible_options
 from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import PRESETS
+from tests.cli.reference import BEGIN, END, commands, options_reference, splice, visible_options
 from tests.conftest import REPO_ROOT
 
 runner = CliRunner()
