@@ -1,9 +1,5 @@
-"""Exceptions raised by progress-sql.
-
-Only *our* problems and the user's bad input raise: a bad configuration, a dataset that cannot be
-read, a gold query that cannot be used. Model mistakes (unparsable SQL, timeouts, wrong format) are
-data and are returned as values, never raised.
-"""
+"""Exceptions raised by progress-sql: only *our* problems and the user's bad input raise; model mistakes
+(unparsable SQL, timeouts, wrong format) are data, returned as values, never raised."""
 
 from __future__ import annotations
 

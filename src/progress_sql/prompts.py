@@ -1,12 +1,5 @@
-"""The paper's prompt templates (Appendix F) as pure functions, and how a conversation becomes model text.
-
-``opening_messages`` is the opening prompt of an example (the system and round-1 user messages of
-``initial_messages``), the one every consumer uses: the environment, the export, evaluation and
-training; ``feedback_prompt`` is the round-2+ user message that carries the ODT feedback. BIRD's
-evidence is placed with the question.
-
-The conversation formats (:class:`CompactFormat`, :class:`ChatTemplateFormat`) turn those messages
-into the text a causal LM is trained and sampled on.
+"""The paper's prompt templates (Appendix F) as pure functions, the opening prompt every consumer uses,
+and the conversation formats that turn messages into model text (docs/data.md#prompts-and-conversation-formats).
 
 >>> print(feedback_prompt("A required join is missing.", codes=("JOIN_MISSING",)))  # doctest: +NORMALIZE_WHITESPACE
 Feedback: your previous SQL has structural issues: JOIN_MISSING. A required join is missing.

@@ -1,9 +1,6 @@
-"""The run folder every command with ``--out DIR`` leaves: ``summary.json`` (what ran, with which
-settings and package versions, then the command's results; written from a typed summary),
-``samples.jsonl`` (one record per unit of work, the name ``compare-runs`` reads) and ``report.md``.
-Each command's records and extra files: docs/cli.md ("Run folders"). This module imports nothing
-else from the package, so any layer may write a run folder.
-"""
+"""The run folder every command with ``--out DIR`` leaves: ``summary.json`` (typed: settings, versions,
+results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports nothing else from
+the package, so any layer may write a run folder."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Records shared by every layer: dataset examples, execution results, comparison verdicts, and the
-turns, trajectories and reward breakdowns of the refinement loop.
-
-They are frozen values: the executor, the comparators, the cache and the evaluation harness pass them
-around without copying and without surprises.
-"""
+turns, trajectories and reward breakdowns of the refinement loop; frozen values, passed around
+without copying and without surprises."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from progress_sql.cli._common import (
     add_command,
     timeout_default,
 )
-from progress_sql.cli.reference import BEGIN, END, commands, options_reference, splice, visible_options
 from progress_sql.errors import ConfigError
 from progress_sql.execution.compare import PRESETS
+from tests.cli.reference import BEGIN, END, commands, options_reference, splice, visible_options
 from tests.conftest import REPO_ROOT
 
 runner = CliRunner()
@@ -136,7 +136,7 @@ def test_every_subcommand_is_documented() -> None:
 
 
 def test_docs_cli_md_follows_the_commands() -> None:
-    """Regenerate with: python -m progress_sql.cli.reference docs/cli.md"""
+    """Regenerate with: python -m tests.cli.reference docs/cli.md"""
     document = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert splice(document) == document
     generated = document.split(BEGIN)[1].split(END)[0]

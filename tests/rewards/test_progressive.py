@@ -32,6 +32,14 @@ def components(trajectory: Trajectory, **config: object) -> dict[str, float]:
     return values
 
 
+def test_the_guard_claims_no_progress_from_a_garbage_first_turn() -> None:
+    first_try = Trajectory((Turn("SELECT 1", True, True, True, 0.9),))
+    assert progressive_reward(first_try).total == 2.9  # 0.5 fmt + 0.5 keep + 2.0 late - 0.1 align (Delta = 0)
+    garbage_then_right = Trajectory((Turn(None, False, False, False, 0.0), Turn("SELECT 1", True, True, True, 0.97)))
+    assert progressive_reward(garbage_then_right, ProgressiveConfig(formula="paper")).total == 2.485  # 0.5+0.5+1+0.485
+    assert progressive_reward(garbage_then_right).total == 1.9  # 0.5 + 0.5 + 1.0 - 0.1
+
+
 def test_first_turn_success() -> None:
     values = components(Trajectory((turn(match=True, f=0.95),)))
     assert values == pytest.approx({"fmt": 0.5, "exec": 0.5, "late": 2.0, "align": -0.1, "total": 2.9})

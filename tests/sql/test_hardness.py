@@ -32,6 +32,9 @@ from progress_sql.sql.parse import ParseFailure
         ("SELECT a FROM t UNION SELECT b FROM u ORDER BY a LIMIT 3", "hard"),  # ORDER/LIMIT belong to the right side
         ("SELECT max(a), min(a), b FROM t GROUP BY b", "medium"),  # c1 = 1, others = 2
         ("SELECT a FROM (SELECT a FROM t) JOIN u WHERE a > 1", "medium"),  # a FROM sub-query is a table, not nested
+        ("SELECT name, country, age FROM singer ORDER BY age DESC", "medium"),
+        ("SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)", "hard"),
+        ("SELECT a, b FROM t WHERE c = 1 INTERSECT SELECT a, b FROM t WHERE c = 2", "extra"),
         ("SELEC broken", None),
     ],
 )

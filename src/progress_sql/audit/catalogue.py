@@ -1,9 +1,5 @@
-"""The check catalogue: every audit check registered once, under its stable id.
-
-A check is a function of an :class:`~progress_sql.audit.context.AuditContext` that returns ``None``
-(it does not fire) or a short evidence string (the boundary rows, the alternative result, the
-offending literal). Checks register themselves with :func:`check` when their family module is
-imported; :data:`CHECKS` imports all three families.
+"""The check catalogue: every audit check registered once, under its stable id, when its family module
+is imported (:data:`CHECKS` imports all three); what a check is: docs/audit.md#design.
 
 >>> CHECKS["G07"].name, CHECKS["G07"].family
 ('tie-at-limit', 'perturbation')

@@ -1,9 +1,6 @@
 """Temporary copies of a database whose rows are stored in another physical order (``reversed``,
-``shuffled``; docs/audit.md), so that a gold whose result depends on storage order (LIMIT without
-ORDER BY, a bare column of an aggregate query, ties under ORDER BY, ``group_concat``) gives another
-result on a copy. The copies live in one :class:`tempfile.TemporaryDirectory`, removed by
-:meth:`PerturbedCopies.close`; the original is only ever opened read-only.
-"""
+``shuffled``; docs/audit.md#design), in one temporary folder removed by
+:meth:`PerturbedCopies.close`; the original is only ever opened read-only."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Named data filters built on the audit checks, shared by ``export`` and ``train``.
-
-A filter set drops every example on which one of its checks fires. ``none`` keeps everything
-without executing anything. Examples whose database file is absent are never dropped by an
-execution or perturbation check (those checks do not run without the database); static checks in a
-set still apply to them.
+"""Named data filters built on the audit checks, shared by ``export`` and ``train``; the sets and what
+they drop: docs/audit.md#filter-sets.
 
 >>> sorted(FILTER_SETS)
 ['none', 'rl-default', 'strict']

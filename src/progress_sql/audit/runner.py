@@ -1,11 +1,5 @@
-"""Audit a dataset: every selected check on every example, in parallel over databases.
-
-Each database is audited by one worker process (``spawn``; in this process when ``workers`` is 1):
-it opens the database read-only through :class:`~progress_sql.execution.executor.Executor`, runs the
-checks example by example and, only when a perturbation check asks, builds the perturbed copies in a
-temporary folder that it removes before it returns. Examples whose database file is absent get the
-static checks only.
-"""
+"""Audit a dataset: every selected check on every example, one worker process per database (read-only,
+perturbed copies only when a check asks, removed before it returns); docs/audit.md#design."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Single-execution checks: run the gold once on its database (read-only, with a deadline) and look
-at the result, plus cheap look-ups of the values the gold compares against.
-
-Every check here passes (returns None) when the database file is absent: a missing database says
-nothing about the gold.
-"""
+"""Single-execution checks: run the gold once on its database (read-only, with a deadline) and look at
+the result, plus look-ups of compared values. Each passes when the database file is absent."""
 
 from __future__ import annotations
 

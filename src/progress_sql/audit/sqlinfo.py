@@ -1,5 +1,5 @@
-"""Facts about a gold query's syntax tree that several checks need: which table a column belongs
-to, a column's SQLite affinity, the ORDER BY keys of a query level and a query that returns them.
+"""Facts about a gold query's syntax tree that several checks need: a column's table and SQLite
+affinity, the ORDER BY keys of a query level and a query that returns them.
 
 >>> affinity("VARCHAR(20)"), affinity("int"), affinity("number"), affinity(""), affinity("double")
 ('TEXT', 'INTEGER', 'NUMERIC', 'BLOB', 'REAL')

@@ -1,8 +1,5 @@
-"""Text generation for rollouts and evaluation behind one small interface (:class:`Backend`).
-
-Backends by name: ``openai`` (any OpenAI-compatible chat-completions server: vLLM, SGLang, ...),
-``replay`` (scripted responses from a file), ``transformers`` (a local model; needs the ``[trl]`` extra).
-"""
+"""Text generation for rollouts and evaluation behind one small interface (:class:`Backend`): ``openai``,
+``replay``, ``transformers`` (docs/environment.md#generation-backends-and-progress-sql-rollout)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Local generation with Hugging Face transformers (the ``[trl]`` extra brings torch and transformers).
-
-Conversations are rendered with the tokenizer's chat template when it has one, else as plain text
-(``system:`` / ``user:`` / ``assistant:`` lines), which is what tiny from-scratch models are trained on.
-"""
+"""Local generation with Hugging Face transformers (the ``[trl]`` extra), the chat template or plain
+role lines (docs/environment.md#generation-backends-and-progress-sql-rollout)."""
 
 from __future__ import annotations
 

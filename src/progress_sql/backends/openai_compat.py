@@ -1,10 +1,5 @@
-"""A client for OpenAI-compatible chat-completions servers (vLLM, SGLang, llama.cpp, ...).
-
-Standard library only: one POST per conversation to ``{base_url}/chat/completions`` with ``n``
-choices, retried with backoff on connection errors, 429 and 5xx answers. A server error that
-persists raises :class:`BackendError` with the server's message; a response the server did send is
-returned as text even when it is garbage (the environment scores it).
-"""
+"""A standard-library client for OpenAI-compatible chat-completions servers (vLLM, SGLang, llama.cpp,
+...); retries and errors: docs/environment.md#generation-backends-and-progress-sql-rollout."""
 
 from __future__ import annotations
 

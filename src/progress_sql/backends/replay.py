@@ -1,10 +1,6 @@
-"""Replay scripted responses from a file: for tests, demos and re-scoring saved generations.
-
-The file is JSONL; each line holds ``{"key": ..., "responses": [...]}`` where ``key`` identifies a
-conversation (by default its question: the first user message after ``Question: ``, without the
-evidence) and ``responses`` are returned in order, one per request for that key (the last one
-repeats once they run out).
-"""
+"""Replay scripted responses from a JSONL file (``{"key": ..., "responses": [...]}`` per line), for
+tests, demos and re-scoring saved generations; the keying rule:
+docs/environment.md#generation-backends-and-progress-sql-rollout."""
 
 from __future__ import annotations
 

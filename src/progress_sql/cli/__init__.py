@@ -1,10 +1,6 @@
-"""The ``progress-sql`` command: one subcommand per job, each in its own module.
-
-Every module listed in :data:`COMMAND_MODULES` defines a module-level ``*_command`` function and a
-``register(app)`` that adds it with :func:`progress_sql.cli._common.add_command` (the one error
-convention); adding a subcommand means adding a module and one name here. The options several
-commands share, their defaults and the run folder are in ``_common`` (docs/cli.md).
-"""
+"""The ``progress-sql`` command: one subcommand per job, each a module of :data:`COMMAND_MODULES` with a
+``*_command`` function and a ``register(app)`` through ``_common.add_command``; adding a subcommand
+means adding a module and one name here (docs/cli.md)."""
 
 from __future__ import annotations
 

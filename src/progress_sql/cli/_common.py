@@ -1,17 +1,6 @@
-"""What every subcommand shares: option definitions, defaults, registration, error reporting, consoles.
-
-One convention for all commands:
-
-- Options that appear in several commands are made here (``*_option`` factories) so that each means
-  the same and has the same default everywhere: ``--task``, ``--data-dir``, ``--workers`` (0, the
-  default, means one per core), ``--timeout`` (:data:`DEFAULT_TIMEOUT_S`, except the commands of
-  :data:`TIMEOUT_EXCEPTIONS`, each with its reason), ``--preset`` (always the comparison semantics),
-  ``--algorithm`` (the RL algorithm of ``train``), ``--json`` and ``--out``.
-- Every module of :data:`progress_sql.cli.COMMAND_MODULES` defines a module-level ``*_command``
-  function and registers it with :func:`add_command`; a :class:`ProgressSQLError` escaping a command
-  (bad input, a missing file) is printed on stderr as ``error: ...`` and ends it with exit code 2.
-- A command with ``--out DIR`` writes a run folder (:mod:`progress_sql.runfolder`).
-"""
+"""What every subcommand shares: option definitions (``*_option`` factories: one meaning, one default),
+registration (:func:`add_command`: ``error: ...`` and exit code 2), run folders and consoles; the
+convention: docs/cli.md."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``progress-sql build-suite``: distil test suites (fuzzed databases) for a task's databases.
-
-Writes ``OUT/<db_id>/fuzz_<k>.sqlite`` (the chosen pool databases; the original database is always
-the suite's first member and is not copied), ``OUT/manifest.json`` (settings, per-gold suite
-files and neighbour coverage) and the run folder's ``summary.json``, ``samples.jsonl`` (one record
-per gold query) and ``report.md``. ``progress-sql eval --suite OUT`` then reports TS beside EX.
-"""
+"""``progress-sql build-suite``: distil test suites (fuzzed databases) for a task's databases; the
+suite folder: docs/testsuite.md#the-suite-folder. ``eval --suite OUT`` then reports TS beside EX."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``progress-sql compare-runs A B``: two evaluation runs side by side, with the examples that changed.
-
-Reads each run folder's ``summary.json`` and ``samples.jsonl`` (as ``progress-sql eval`` writes
-them), prints the headline metrics and the per-level accuracies of both runs with their difference,
-and lists the examples whose verdict changed (fixed: wrong in A, right in B; broken: the reverse).
-"""
+"""``progress-sql compare-runs A B``: two evaluation runs side by side (headline metrics, per-level
+accuracies, the examples whose verdict changed); docs/evaluation.md#comparing-runs."""
 
 from __future__ import annotations
 

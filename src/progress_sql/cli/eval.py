@@ -1,11 +1,5 @@
-"""``progress-sql eval``: evaluate a model (a generation backend) or a prediction file on a task.
-
-Greedy decoding (``--n 1 --temperature 0``, the default) or ``--n N`` samples with majority voting
-by execution result and pass@k; EX, TS over ``--suite DIR``, valid-SQL and format rates, per-level
-breakdowns (Spider hardness or BIRD difficulty) and the offline ODT error analysis. Writes
-``samples.jsonl`` (one record per example), ``summary.json`` (settings, versions, metrics),
-``report.md`` and plots to ``--out``. The run itself lives in :mod:`progress_sql.evaluation.run`.
-"""
+"""``progress-sql eval``: evaluate a model (a generation backend) or a prediction file on a task
+(docs/evaluation.md); the run itself lives in :mod:`progress_sql.evaluation.run`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""``progress-sql export``: training files for verl, SkyRL or TRL from a task or a mixture.
-
-Writes ``OUT`` (the rows), ``<stem>.manifest.json`` beside it (counts per source, filter, format,
-versions) and, when a data filter drops examples, ``<stem>.dropped.jsonl``. The filter runs on the
-examples whose database is present (it executes their gold); the others pass through unverified.
-
-``--out`` is a data file, not a run folder: trainers read it, and several exports (train, validation)
-often share one folder, where a ``summary.json`` beside them would collide. ``--report-dir DIR``
-writes the run folder of the export when wanted: ``summary.json`` (the manifest with the command's
-settings), ``samples.jsonl`` (one record per drawn example: exported or dropped, and why) and
-``report.md``.
-"""
+"""``progress-sql export``: training files for verl, SkyRL or TRL from a task or a mixture. ``--out`` is
+a data file with its manifest beside it, not a run folder (``--report-dir DIR`` adds one); the files
+and why: docs/export.md#what-is-written and docs/cli.md#run-folders."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``db_details`` for prompts: the schema of a SQLite file as DDL with sample values.
-
-One ``CREATE TABLE`` per table, in creation order, with column types, primary and foreign keys and a
-few distinct sample values per column (strings shortened), as :mod:`progress_sql.data.introspect`
-reads them. Deterministic for a given database file.
-Profiles: ``full`` (DDL with samples), ``compact`` (``table(col, col, ...)`` per line, for tiny
-models and short contexts) and ``none`` (no schema at all).
-"""
+"""``db_details`` for prompts: the schema of a SQLite file in a prompt profile (``full``, ``compact`` or
+``none``), deterministic for a given file; docs/data.md#the-schema-in-the-prompt."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""What a SQLite file declares and holds, read once, read-only: the one database reader.
-
-:func:`read_profile` gives a :class:`DatabaseProfile`: the CREATE statements, and per table its
-columns (declared type, NOT NULL, primary key, value kind), primary key, UNIQUE column sets,
-foreign keys and, when asked, a sample of stored values per column (:class:`ValueSample`) and the
-row counts. Every reader of the package goes through it: the ODT's :class:`~progress_sql.data.schema.Schema`,
-the prompts' DDL (:mod:`progress_sql.data.ddl`), the test-suite fuzzer, the gold audit and the
-training templates. Model SQL never runs here (:mod:`progress_sql.execution` has the guarded opener).
-
-Text is read with a lossy UTF-8 decoder, since databases in the wild hold invalid bytes.
+"""What a SQLite file declares and holds, read once, read-only: the one database reader of the package
+(:func:`read_profile`; docs/data.md#reading-a-database). Model SQL never runs here.
 
 >>> quote_identifier('a"b')
 '"a""b"'

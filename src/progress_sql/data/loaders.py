@@ -1,14 +1,5 @@
-"""Turn benchmark files (Spider and BIRD release layouts) into :class:`Example` records.
-
-Spider: a JSON list of ``{db_id, question, query, ...}``; databases at
-``<db_root>/<db_id>/<db_id>.sqlite``. BIRD: a JSON list of ``{question_id, db_id, question, evidence,
-SQL, difficulty}``; same database layout under ``dev_databases/``. Spider-Syn: rows
-``{db_id, SpiderQuestion, SpiderSynQuestion, query}`` over Spider's databases; the question asked is
-the synonym-substituted ``SpiderSynQuestion``. SynSQL-2.5M: ``{db_id, question, external_knowledge, sql,
-sql_complexity, ...}`` as a JSON list (the release's ``data.json``) or JSON Lines; databases under
-``databases/``. A questions file may be a JSON list or JSON Lines. A missing database file is not an
-error here: the example keeps its path and callers decide (evaluation reports it as skipped).
-"""
+"""Turn benchmark files (Spider, BIRD, Spider-Syn, SynSQL-2.5M) into :class:`Example` records; the
+formats: docs/data.md#loaders. A missing database file is not an error here: callers decide."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A training mixture: a seeded, duplicate-free sample from several datasets (the paper's 20,000
-examples from BIRD train, Spider train and SynSQL-2.5M). :class:`MixtureSpec` is the JSON spec of
-``progress-sql export --mix``; :func:`sample_mixture` is pure: the same sources and seed give the same
-sample. The spec's format and the sampling rules: docs/export.md ("Mixtures").
+examples from BIRD train, Spider train and SynSQL-2.5M); :func:`sample_mixture` is pure. The spec
+(``progress-sql export --mix``) and the sampling rules: docs/export.md#mixtures.
 
 >>> from progress_sql.types import Example
 >>> def make(n, db): return tuple(Example(i, f"q{i}", db, f"{db}.sqlite", f"SELECT {i}") for i in range(n))

@@ -1,7 +1,5 @@
-"""Database schemas as plain values: which tables exist and which columns each has.
-
-The ODT uses a schema to qualify unqualified columns and to apply SQLite's rule for double-quoted
-tokens (a double-quoted token that names no column is a string literal). Names are lower-cased.
+"""Database schemas as plain values (tables and their columns, lower-cased), which the ODT uses to
+qualify columns and resolve double-quoted tokens (docs/data.md#reading-a-database).
 
 >>> schema = Schema.from_mapping({"Singer": ["Singer_ID", "Name"]})
 >>> schema.tables_with_column("name")

@@ -1,9 +1,5 @@
-"""The task registry: a task name (or a path) plus a data folder give the examples to work on.
-
-A task is a small typed spec: where its questions and databases lie in the benchmark's release
-layout (relative to ``--data-dir``), how to read them, the comparison preset its papers use, how
-its examples are split by difficulty, and a version that changes whenever any of that does (it is
-recorded in every result).
+"""The task registry: a task name (or a path) plus a data folder give the examples to work on
+(docs/data.md#tasks).
 
 >>> sorted(TASKS)
 ['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-train', 'synsql']

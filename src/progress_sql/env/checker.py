@@ -1,11 +1,6 @@
-"""Conformance checks that any refinement environment must pass.
-
-``check_env(make_env, example, responses)`` drives fresh environments through one scripted episode
-and reports every broken rule: stepping before reset must raise; reset returns [system, user]
-messages; the same actions give the same results (determinism); exactly one of terminated /
-truncated ends the episode, at the first match or at the turn budget, and never earlier; the reward
-is 0 before the last step, finite and inside the declared range; stepping after the end raises.
-"""
+"""Conformance checks that any refinement environment must pass: ``check_env(make_env, example,
+responses)`` drives fresh environments through one scripted episode and reports every broken rule
+(docs/environment.md#sqlrefineenv)."""
 
 from __future__ import annotations
 

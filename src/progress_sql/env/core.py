@@ -1,13 +1,6 @@
-"""``SQLRefineEnv``: the policy writes SQL, the environment executes it, stops at the first result
-that matches the gold and otherwise answers with ODT feedback as the next user turn, for at most T
-turns (paper, section 4.1 and Algorithm 1). The trajectory is then scored by the configured reward
-(the progressive reward by default); the step reward is 0 before the last turn.
-
-The environment keeps the episode's state only. What the example's gold gives (its results, its ODT
-reference, the database's schema and prompt DDL) comes from a :class:`GoldStore` shared by every
-environment of a process, so it is prepared once per example however many episodes run on it; every
-model query runs in the store's isolated execution pool.
-"""
+"""``SQLRefineEnv``: the policy writes SQL, the environment executes it, stops at the first match and
+otherwise answers with ODT feedback, for at most T turns (paper, section 4.1 and Algorithm 1). It
+keeps episode state only; the gold comes from a shared :class:`GoldStore` (docs/environment.md)."""
 
 from __future__ import annotations
 

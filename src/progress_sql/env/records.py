@@ -1,10 +1,6 @@
-"""``TurnRecord``: one model turn of an episode as plain data, the one shape every consumer writes.
-
-It is the environment's step ``info``; the rollout command writes it to ``samples.jsonl``, the verl
-agent loop ships it to ``compute_score`` between Ray processes, the SkyRL environment returns it as
-step metadata. ``to_dict`` and ``from_dict`` convert losslessly (``digits`` rounds the numbers for
-files meant for reading); :func:`trajectory_of` gives the :class:`~progress_sql.types.Trajectory` a
-reward scores.
+"""``TurnRecord``: one model turn of an episode as plain data, the one shape every consumer writes
+(docs/architecture.md, step 6); ``to_dict`` / ``from_dict`` are lossless (``digits`` rounds for
+files meant for reading), :func:`trajectory_of` gives the trajectory a reward scores.
 
 >>> record = TurnRecord(1, "<sql>SELECT 1</sql>", "SELECT 1", True, None, "ok", None, True, "match",
 ...                     0.9, 0.8, 0.85, ())

@@ -1,10 +1,5 @@
 """``env_config_from_mapping``: an :class:`EnvConfig` from plain values, the one way every trainer
-adapter reads its environment settings (verl's agent-loop yaml, SkyRL's ``env_config``, the TRL
-recipe's settings).
-
-Every :class:`EnvConfig` field is accepted under its own name; the nested configs are mappings of
-their own fields (``progressive: {gamma: 0.8}``, ``odt: {alpha: 0.6, weights: {select: 0.3}}``).
-An unknown name is a :class:`ConfigError` that lists the known ones.
+adapter reads its environment settings (docs/environment.md#sqlrefineenv, below the field table).
 
 >>> config = env_config_from_mapping({"max_turns": 2, "progressive": {"gamma": 0.8}})
 >>> config.max_turns, config.progressive.gamma, config.reward

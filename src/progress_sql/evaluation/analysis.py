@@ -1,10 +1,5 @@
-"""Offline ODT error analysis (Progress-SQL, Appendix E.4 and Table 8).
-
-After generation, each prediction is compared with its gold through the ODT; its fine-grained tags
-are mapped to their catalogue categories, and a prediction set is summarized by the share of
-examples with a SELECT, JOIN, WHERE or GROUP mismatch, the average of those four rates, the other
-categories' rates (ordering/limit, nesting, parse failures) and the full tag histogram. The tags are
-never shown to the model; they measure clause-level structure, not execution.
+"""Offline ODT error analysis (Progress-SQL, Appendix E.4 and Table 8); what it reports:
+docs/evaluation.md#odt-error-analysis.
 
 >>> from progress_sql.odt import prepare_gold
 >>> gold = prepare_gold("SELECT name FROM singer WHERE age > 30")

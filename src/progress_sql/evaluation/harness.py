@@ -1,11 +1,5 @@
-"""The evaluation harness: run every answer (cached gold, batched predictions), judge it under the
-store's preset, vote over samples, diagnose the answer with the ODT and, with a test suite, judge it
-on the suite databases too.
-
-Pure orchestration over a :class:`~progress_sql.execution.gold.GoldStore`; files and the terminal are
-the command line's job. Examples whose database file is absent are ``skipped``; a gold that fails,
-times out or is truncated makes its example ``gold_invalid`` (never a match).
-"""
+"""The evaluation harness: pure orchestration over a :class:`~progress_sql.execution.gold.GoldStore`
+(run, judge, vote, diagnose, judge on the suite); files and the terminal are the command line's job."""
 
 from __future__ import annotations
 

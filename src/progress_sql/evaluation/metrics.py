@@ -1,17 +1,5 @@
-"""Metrics of an evaluation run, from its per-example records (pure: records in, a dict out).
-
-- ``execution_accuracy`` (EX): matches over the scored examples (database present, gold valid);
-  with several samples it is the majority vote's accuracy (Vote@N) and ``first_sample_accuracy``
-  is the first sample's;
-- ``test_suite_accuracy`` (TS): over the scored examples that have suite databases;
-  ``ex_minus_ts``: the share of those that EX accepts and TS rejects (EX - TS on the same examples);
-- ``valid_sql_rate``: answers that executed to a result; ``sample_valid_rate``: the same over all
-  samples; ``format_rate``: samples whose response followed the output format (model text only);
-- ``pass_at_k``: the unbiased estimator averaged over the scored examples;
-- ``by_level``: the same counts per difficulty level (Spider hardness or the dataset's field);
-- ``odt``: the offline ODT analysis of the answers (:mod:`progress_sql.evaluation.analysis`);
-- ``skipped`` / ``gold_invalid_examples``: which examples were left out, and why.
-"""
+"""Metrics of an evaluation run, from its per-example records (pure: records in, a dict out); each
+key's meaning: docs/evaluation.md#metrics."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Read prediction files: one SQL per line in dataset order (Spider style) or JSONL records.
-
-Spider style: each line is ``SQL`` or ``SQL<TAB>db_id`` (the official evaluator keeps the text
-before the first tab); the line is stripped. JSONL (``.jsonl`` files): one object per line with the
-SQL under ``sql``, ``pred`` or ``prediction`` and optionally its dataset ``index``.
-"""
+"""Read prediction files: one SQL per line in dataset order (Spider style) or JSONL records; the formats:
+docs/evaluation.md#prediction-files."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What an evaluation run leaves for people: ``report.md`` and its plots (PNG).
-
-:func:`render_report` is pure (summary in, Markdown out); :func:`write_plots` draws the accuracy by
-difficulty level, the ODT error categories and the vote-share histogram (matplotlib, the ``[plot]``
-extra; without it the report says so and the run still succeeds).
-"""
+"""What an evaluation run leaves for people: ``report.md`` (:func:`render_report`, pure) and its plots
+(matplotlib, the ``[plot]`` extra; without it the report says so and the run still succeeds)."""
 
 from __future__ import annotations
 

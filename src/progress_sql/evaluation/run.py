@@ -1,10 +1,6 @@
 """One evaluation run around :func:`progress_sql.evaluation.harness.evaluate`: generation with a
-backend, the typed ``summary.json`` (:class:`EvalSummary`), the run folder and its loader.
-
-``progress-sql eval`` is a thin layer over this module: it reads options, opens the pool and the
-progress bar, and calls :func:`generate_samples`, ``evaluate``, :func:`summarize_run` and
-:func:`write_eval_run`. ``progress-sql compare-runs`` reads runs back with :func:`load_eval_run`.
-"""
+backend, the typed ``summary.json`` (:class:`EvalSummary`), the run folder and its loader
+(``progress-sql eval`` and ``compare-runs`` are thin layers over it; docs/evaluation.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Majority voting by execution result (Vote@N, OmniSQL's rule; docs/evaluation.md) and the unbiased
-pass@k estimator. Grouping uses the preset's canonical
-:meth:`~progress_sql.execution.compare.Preset.vote_key`; when the preset has none (its equality is not
-transitive) or a result cannot be canonicalized, a sample joins the first group whose representative
-(first member) it equals under the preset.
+"""Majority voting by execution result (Vote@N, OmniSQL's rule) and the unbiased pass@k estimator; the
+rule and the grouping: docs/evaluation.md#answers-greedy-voten-passk.
 
 >>> from progress_sql.execution.compare import get_preset
 >>> from progress_sql.types import ExecResult

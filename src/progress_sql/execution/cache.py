@@ -1,10 +1,5 @@
-"""Gold results, cached so that a gold query runs once per example however many predictions are scored.
-
-The key is the database file's *content* (a SHA-256, memoized per path, size and modification time),
-the normalized SQL that actually runs (after the preset's rewrite), the preset with its options and
-the execution limits. Results live in memory and, when a directory is given, on disk as JSON (one
-file per key; timeouts are kept in memory only, since they depend on the machine).
-"""
+"""Gold results, cached so that a gold query runs once per example however many predictions are scored;
+the key and where results live: docs/semantics.md#the-gold-cache."""
 
 from __future__ import annotations
 

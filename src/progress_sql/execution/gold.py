@@ -1,11 +1,6 @@
-"""The gold store: what an example's gold query gives, whatever the model answers, prepared once per
-process and shared (thread-safely) by every environment, evaluator and trainer adapter of it.
-
-Per (database, gold SQL) a :class:`PreparedGold` (results through the cache, ODT reference with the
-schema, hardness, from one parse); per database the schema and the prompt DDL per profile. Model SQL
-runs in the isolated pool; test-suite judging takes a :data:`SuiteLookup` value, so that
-``execution/`` imports nothing above it (docs/architecture.md, step 2).
-"""
+"""The gold store: what an example's gold query gives, prepared once per process and shared
+(thread-safely) by every environment, evaluator and trainer adapter; what it holds and why it takes
+the suite lookup as a value: docs/architecture.md, step 2."""
 
 from __future__ import annotations
 

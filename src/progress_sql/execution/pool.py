@@ -1,18 +1,6 @@
-"""Parallel, isolated execution: long-lived worker processes, results in input order.
-
-Each worker is a separate process with its own memory cap (see :mod:`.worker`). The parent drives
-one thread per worker; a thread sends a job, waits up to the job's deadline plus a margin, and when
-the worker has not answered by then it kills the process (the item is a ``timeout``) and starts a new
-one. A worker that dies for any other reason (out of memory, a signal) makes its item an ``error``;
-the rest of the batch carries on. Workers start lazily and are reused across batches.
-
-Several threads may call the pool at once (an RL trainer runs many episodes concurrently): each
-job takes whichever worker is idle, so one slow query holds up only its own worker, never the calls
-of other threads.
-
-Workers are started with the ``spawn`` method (the parent runs threads, and forking a threaded
-process is unsafe), so a script that uses the pool needs the usual ``if __name__ == "__main__":``
-guard.
+"""Parallel, isolated execution: long-lived worker processes, results in input order, a hung or dead
+worker replaced without failing the batch. Threads, deadlines and the ``spawn`` guard:
+docs/semantics.md#the-worker-pool.
 
 Usage::
 

@@ -1,9 +1,5 @@
-"""Token-level SQL text rewrites that keep the original text of everything they do not touch.
-
-The Spider evaluator rewrites query *text* (it never re-generates SQL from a tree), so reproducing it
-exactly means rewriting text too: a sqlglot round trip would, for instance, re-quote ``"Republic"``
-(a string literal to SQLite) or reformat numbers. The tokenizer here only needs to tell words apart
-from string literals, quoted identifiers and comments.
+"""Token-level SQL text rewrites that keep the original text of everything they do not touch (the
+Spider evaluator rewrites text; a sqlglot round trip would re-quote ``"Republic"`` or reformat numbers).
 
 >>> strip_distinct('SELECT DISTINCT name, count(DISTINCT x) FROM t WHERE a = "distinct"')
 'SELECT  name, count( x) FROM t WHERE a = "distinct"'

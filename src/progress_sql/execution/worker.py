@@ -1,9 +1,5 @@
-"""The loop a worker process runs: receive a job, execute it, send the result back.
-
-The worker caps its own address space (``RLIMIT_AS``) and SQLite's heap (``PRAGMA hard_heap_limit``,
-process-wide) before it runs anything, so that a memory bomb fails inside the worker as an error, or
-kills only the worker, which the pool then replaces. It imports nothing heavy, so it starts fast.
-"""
+"""The loop a worker process runs: cap its own memory (so a memory bomb fails or kills only the worker),
+then receive a job, execute it, send the result back. It imports nothing heavy, so it starts fast."""
 
 from __future__ import annotations
 

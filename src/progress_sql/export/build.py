@@ -1,12 +1,5 @@
-"""From examples to a training file: opening messages, rows, the file, its manifest.
-
-The opening messages are the environment's own (:func:`progress_sql.prompts.opening_messages` over
-:func:`progress_sql.data.ddl.db_details`, as ``SQLRefineEnv.reset`` builds them), so a trainer
-starts every episode from the prompt the environment would give. An example whose database file is
-absent passes through with the question alone (no schema can be read) and ``verified = False``.
-Database paths are written absolute, or moved to where the training machines keep the databases
-(``path_maps``; verification and the schema still read the file here).
-"""
+"""From examples to a training file: the environment's own opening messages, rows, the file, its
+manifest; absent databases and moved database paths: docs/export.md#what-is-written."""
 
 from __future__ import annotations
 

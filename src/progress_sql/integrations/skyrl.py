@@ -1,10 +1,6 @@
-"""SkyRL integration: the refinement environment as a skyrl-gym ``BaseTextEnv`` (extra ``[skyrl]``).
-
-:class:`ProgressSQLEnv` drives :class:`~progress_sql.env.core.SQLRefineEnv` over the rows of
-``progress-sql export --format skyrl`` (read back by the export's codec); each step's metadata is the
-turn's :class:`~progress_sql.env.records.TurnRecord` as a dict. Settings, ``step_rewards`` and the
-order in which SkyRL's values win: docs/export.md ("The SkyRL environment").
-"""
+"""SkyRL integration: the refinement environment as a skyrl-gym ``BaseTextEnv`` over the rows of
+``progress-sql export --format skyrl`` (extra ``[skyrl]``); each step's metadata is the turn's
+:class:`~progress_sql.env.records.TurnRecord`. Settings: docs/export.md#the-skyrl-environment."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""SQL syntax tree -> Oracle-guided Diagnostic Tree (paper, Appendix D, "ODT Construction").
-
-Nodes: ROOT (the statement), SELECT (a profile), SET_OP (UNION / UNION ALL / INTERSECT / EXCEPT
-over its arms), CTE (one WITH entry, matched by name) and SUBQUERY (a nested query found in FROM,
-JOIN, WHERE, HAVING, SELECT, GROUP BY or ORDER BY, labelled with that clause).
+"""SQL syntax tree -> Oracle-guided Diagnostic Tree (paper, Appendix D, "ODT Construction"); the node
+types: docs/odt.md#pipeline, step 3.
 
 >>> tree = build_odt("WITH t AS (SELECT a FROM x) SELECT a FROM t WHERE a IN (SELECT b FROM y)")
 >>> print(tree.outline())

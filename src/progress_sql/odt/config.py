@@ -1,7 +1,5 @@
-"""Every weight, threshold and message of the ODT, in one frozen config object.
-
-The paper's Tables 5-7 are not in its text; docs/odt.md ("Defaults and why") gives each default,
-where it comes from, and where we depart from the proposal we started from.
+"""Every weight, threshold and message of the ODT, in one frozen config object; each default, where it
+comes from and where we depart from our starting proposal: docs/odt.md#defaults-and-why.
 
 >>> config = OdtConfig()
 >>> round(sum(config.weights.as_dict().values()), 10)

@@ -1,8 +1,5 @@
-"""The local structural profile of one SELECT node (paper, Appendix D; docs/odt.md).
-
-p = (c, b, T, S, W, J, G, H, O): counts, boolean flags and sets of signatures. Features are taken
-from this SELECT only; a nested query contributes the placeholder ``<subquery>`` and becomes a child
-node of the tree.
+"""The local structural profile p = (c, b, T, S, W, J, G, H, O) of one SELECT node (paper, Appendix D;
+docs/odt.md#pipeline, step 4); a nested query is the placeholder ``<subquery>`` and a child node.
 
 >>> from progress_sql.sql.parse import parse_sql
 >>> select = parse_sql("SELECT T2.name, count(*) AS n FROM concert AS T1 JOIN stadium AS T2 "

@@ -1,10 +1,5 @@
-"""Structural scoring and tag emission: compare a predicted ODT with the gold ODT.
-
-s_local is the weighted mean of feature similarities (Jaccard for sets, NumSim for counts, 1/0 for
-flags); a SELECT node scores ``alpha * s_local + (1 - alpha) * s_child`` (s_local alone when
-neither side has children); other nodes score by child matching, greedy per gold child, normalized
-by the larger child count. A SET_OP node also weighs whether the operator agrees (``set_op_weight``);
-a plain SELECT compared with a SET_OP acts as a set operation ``none`` with one arm.
+"""Structural scoring and tag emission: compare a predicted ODT with the gold ODT; the formulas:
+docs/odt.md#pipeline, step 5.
 
 >>> from progress_sql.odt.build import build_odt
 >>> result = compare_trees(build_odt("SELECT a FROM t"), build_odt("SELECT a FROM t WHERE b = 1"))

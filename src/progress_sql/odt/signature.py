@@ -1,9 +1,5 @@
-"""Canonical text signatures of SQL expressions, the atoms the ODT profile compares.
-
-A signature is lower-case, has quotes removed, resolves table aliases to table names, replaces
-literals by ``?``, ignores output aliases and writes predicates in a canonical form: ``!=`` is
-``<>``, an identifier equality has its operands sorted, a literal moves to the right of a
-comparison, and OR-disjuncts are sorted.
+"""Canonical text signatures of SQL expressions, the atoms the ODT profile compares; the canonical form:
+docs/odt.md#pipeline, step 4.
 
 >>> from progress_sql.sql.parse import parse_sql
 >>> select = parse_sql("SELECT T1.a FROM singer AS T1 WHERE 3 < T1.age")

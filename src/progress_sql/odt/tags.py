@@ -1,10 +1,5 @@
-"""The diagnostic tag catalogue: every tag, what it means, when it fires, and an example pair.
-
-Local tags compare the profiles of two matched SELECT nodes; each has a rule
-``applies(pred, gold)`` and a similarity that must fall below the tag's threshold
-(:meth:`OdtConfig.threshold`). Structural tags (nested queries, CTEs, set operations, parse errors)
-are emitted by the tree comparison in :mod:`progress_sql.odt.score`. The examples double as tests.
-"""
+"""The diagnostic tag catalogue (docs/odt.md#tag-catalogue): every tag, what it means, when it fires, and
+an example pair (the examples double as tests). Structural tags are emitted by :mod:`.score`."""
 
 from __future__ import annotations
 

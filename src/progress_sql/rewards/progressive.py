@@ -1,30 +1,6 @@
-"""The progressive reward of Progress-SQL (section 4.2): R(Y) = R_fmt + R_exec + R_late + R_align.
-
-On a trajectory Y = (y_1, ..., y_K), the paper's formula (``formula="paper"``, reward ``progressive-paper``):
-
-* R_align = omega_align+ * Delta if Delta > 0 else omega_align-, with Delta = F(y_K) - F(y_1);
-* R_late = omega_acc * gamma^(k* - 1) for the first matching turn k*, else 0;
-* R_exec = omega_keep / omega_rec / omega_det / 0 for executable-to-executable, recovery,
-  deterioration and never-executable, judged on y_1 and y_K;
-* R_fmt = omega_fmt if the final output follows the format (or every turn, with ``format_every_turn``).
-
-The default (``formula="guarded"``, reward ``progressive``) closes the paper's bad-first-turn route: an
-unformatted, empty or non-executable y_1 would raise Delta for free and still earn omega_rec = omega_keep.
-A first turn that is not an *attempt* (formatted, executable, with SQL) claims no progress (R_align =
-omega_align-) and cannot escape the deterioration penalty (R_exec = omega_rec if y_K executes, else
-omega_det), and omega_rec <= omega_keep is required. So such a turn scores as if it had been an honest
-attempt already as good as y_K: never more than any honest attempt with the same later turns.
-
->>> from progress_sql.types import Trajectory, Turn
->>> first_try = Trajectory((Turn("SELECT 1", True, True, True, 0.9),))
->>> progressive_reward(first_try).total   # 0.5 fmt + 0.5 keep + 2.0 late - 0.1 align (Delta = 0)
-2.9
->>> garbage_then_right = Trajectory((Turn(None, False, False, False, 0.0), Turn("SELECT 1", True, True, True, 0.97)))
->>> progressive_reward(garbage_then_right, ProgressiveConfig(formula="paper")).total   # 0.5 + 0.5 + 1.0 + 0.485
-2.485
->>> progressive_reward(garbage_then_right).total   # 0.5 + 0.5 + 1.0 - 0.1: no progress claimed from garbage
-1.9
-"""
+"""The progressive reward of Progress-SQL (section 4.2): R(Y) = R_fmt + R_exec + R_late + R_align, in the
+paper's formula or (default) with the first-turn guard; the formula and the guard:
+docs/environment.md#rewards."""
 
 from __future__ import annotations
 

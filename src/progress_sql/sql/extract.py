@@ -1,14 +1,9 @@
-"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sql>...</sql>`` format).
-
-The format is right when the response is exactly one think block followed by one sql block holding
-a non-empty query, with nothing but whitespace outside them. When it is not, the SQL is still
-recovered where possible (an ``<sql>`` block anywhere, a fenced sql block, a bare statement) so that
-execution and the ODT can score it, but ``format_ok`` stays False and ``problem`` says why.
-Extraction never raises, whatever the text.
+r"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sql>...</sql>`` format);
+never raises. The rule and the recovery: docs/environment.md#the-output-format.
 
 >>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
 Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None)
->>> extract("Sure! ```sql\\nSELECT 1\\n```").sql, extract("Sure! ```sql\\nSELECT 1\\n```").problem
+>>> extract("Sure! ```sql\nSELECT 1\n```").sql, extract("Sure! ```sql\nSELECT 1\n```").problem
 ('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')
 """
 

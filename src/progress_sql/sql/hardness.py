@@ -1,37 +1,5 @@
-"""Spider's hardness levels (easy / medium / hard / extra), the official rules on the sqlglot AST.
-
-The official evaluator (``evaluation.py`` over ``process_sql.py``) counts three things on the
-*outermost* query only:
-
-* ``component1``: WHERE, GROUP BY, ORDER BY and LIMIT present (1 each), the tables in FROM minus one
-  (a FROM sub-query is a table), and every ``OR`` and every ``LIKE`` condition (``NOT LIKE`` too) in
-  the JOIN conditions, WHERE and HAVING;
-* ``component2``: the nested queries: sub-queries that are operands of a condition in the JOIN
-  conditions, WHERE or HAVING, plus one for a set operation (INTERSECT / UNION / EXCEPT) whose
-  left-most query is the outermost one (a FROM sub-query is *not* counted here);
-* ``others``: one each for more than one aggregate, more than one SELECT item, more than one WHERE
-  condition, more than one GROUP BY item. Aggregates are counted as upstream does, quirks included:
-  SELECT items that start with an aggregate, ``NOT`` conditions of WHERE (upstream tests the
-  condition's negation flag where it means the aggregate), GROUP BY items, the aggregates of the two
-  operands of each ORDER BY item, and in HAVING every ``AND`` / ``OR`` connective and every ``NOT``
-  condition (upstream's loop runs over the connective strings too).
-
-Then ``easy``: c1 <= 1, others = 0, c2 = 0; ``medium``: (others <= 2, c1 <= 1, c2 = 0) or (c1 <= 2,
-others < 2, c2 = 0); ``hard``: (others > 2, c1 <= 2, c2 = 0) or (2 < c1 <= 3, others <= 2, c2 = 0) or
-(c1 <= 1, others = 0, c2 <= 1); else ``extra``. Set operations are parsed as upstream does: the
-ORDER BY / LIMIT that follow the last query belong to it, not to the outermost query.
-
-Parsing goes through :func:`progress_sql.sql.normalize.parse_for_odt` (SQLite's double-quote rule).
-
->>> hardness("SELECT count(*) FROM singer")
-'easy'
->>> hardness("SELECT name, country, age FROM singer ORDER BY age DESC")
-'medium'
->>> hardness("SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)")
-'hard'
->>> hardness("SELECT a, b FROM t WHERE c = 1 INTERSECT SELECT a, b FROM t WHERE c = 2")
-'extra'
-"""
+"""Spider's hardness levels (easy / medium / hard / extra), the official rules on the sqlglot AST of the
+outer query, parsed with SQLite's double-quote rule; the rules: docs/evaluation.md#spider-hardness."""
 
 from __future__ import annotations
 

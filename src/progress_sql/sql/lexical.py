@@ -1,8 +1,5 @@
-"""Lexical alignment: 2-gram Jaccard similarity over normalized SQL tokens (paper, section 4.2).
-
-Tokens are normalized for whitespace, case and quoting only: literal values are kept (case-folded),
-so fixing a wrong literal raises the score, while ``"x"``, ``'x'`` and ``x`` are the same token. The
-tokenizer is a single regular expression: it never fails, whatever the input.
+"""Lexical alignment: 2-gram Jaccard similarity over normalized SQL tokens (paper, section 4.2;
+docs/odt.md#pipeline). A single regular expression tokenizes: it never fails, whatever the input.
 
 >>> lexical_similarity("SELECT name FROM t WHERE x = 'A'", 'select  NAME from T where x = "a";')
 1.0

@@ -1,13 +1,6 @@
-"""SQL normalization for the SQLite dialect, shared by the ODT, test suites, hardness rules and audit.
-
-Two passes:
-
-* :func:`resolve_double_quoted` applies SQLite's rule for double-quoted tokens. Spider and BIRD
-  write many string literals in double quotes (``WHERE x != "Republic"``); sqlglot parses them as
-  column references. A double-quoted, unqualified token becomes a string literal when it names no
-  column of the schema or, without a schema, when it stands in a value position.
-* :func:`parse_for_odt` is the ODT's view of :func:`progress_sql.sql.parse.parse_sql`: parse, then
-  resolve double-quoted tokens.
+"""SQL normalization for the SQLite dialect, shared by the ODT, test suites, hardness rules and audit:
+:func:`resolve_double_quoted` (SQLite's double-quote rule, docs/odt.md#pipeline, step 2) and
+:func:`parse_for_odt` (parse, then resolve).
 
 >>> tree = parse_for_odt('SELECT name FROM country WHERE government != "Republic"')
 >>> tree.sql()

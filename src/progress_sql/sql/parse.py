@@ -1,8 +1,6 @@
-"""The only place in progress-sql that calls sqlglot's parser.
-
-Model-written SQL is untrusted: it may be empty, megabytes long, nested thousands of levels deep or
-not SQL at all. :func:`parse_sql` never raises on such input; it returns a :class:`ParseFailure`
-with the reason, so that callers treat a bad query as data.
+"""The only place in progress-sql that calls sqlglot's parser. Model-written SQL is untrusted (empty,
+huge, deeply nested, not SQL): :func:`parse_sql` never raises, it returns a :class:`ParseFailure` with
+the reason, so that callers treat a bad query as data (limits: docs/odt.md#pipeline, step 1).
 
 >>> parse_sql("SELECT name FROM singer;").sql()
 'SELECT name FROM singer'

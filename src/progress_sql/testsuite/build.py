@@ -1,9 +1,6 @@
-"""Build suites for many databases, in parallel over schemas, and write the manifest.
-
-Each schema is one job in a worker process (``spawn``, like the execution pool): fuzzing and
-execution are CPU-bound and independent per schema. Results come back sorted by ``db_id``, so the
-manifest does not depend on which worker finished first.
-"""
+"""Build suites for many databases, one ``spawn`` worker process per schema (fuzzing and execution are
+CPU-bound and independent), and write the manifest; results are sorted by ``db_id``, so the manifest
+does not depend on which worker finished first."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Distil a test suite for one database: the original first, then a few fuzzed databases chosen by
-greedy set cover so that the gold queries disagree with as many of their neighbours as possible.
-The steps (neighbours, pool, judging on each pool database, set cover) and why: "How a suite is
-built" in docs/testsuite.md. Queries run in this process through the guarded
-:class:`~progress_sql.execution.executor.Executor`: the golds and neighbours are the builder's own.
-"""
+greedy set cover (docs/testsuite.md#how-a-suite-is-built). Queries run in this process through the
+guarded :class:`~progress_sql.execution.executor.Executor`: the golds and neighbours are the builder's own."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020; step 2
-of "How a suite is built" in docs/testsuite.md).
-
-Per column, a small value pool: a few original values, plus the gold queries' constants and their
-near misses (:mod:`.hints`).
-Tables are filled parents first; a foreign-key column draws from the rows its parent actually got,
-so joins match; primary keys and UNIQUE sets are enforced by the engine (a rejected row is skipped);
-foreign keys whose declarations SQLite accepts are checked at the end and any dangling row removed,
-while invalid declarations (a parent key that is not unique, a missing parent) are reported and
-exempted. Table sizes vary between databases. The same profile, constants and seed give the same
-bytes: rows are inserted in a fixed order into an in-memory database, which ``VACUUM INTO`` writes
-out (no timestamps, no free pages).
-"""
+"""Random databases with the original schema (test-suite accuracy, Zhong, Yu and Klein 2020), the same
+bytes for the same profile, constants and seed; how: docs/testsuite.md#how-a-suite-is-built, step 2."""
 
 from __future__ import annotations
 

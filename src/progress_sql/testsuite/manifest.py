@@ -1,13 +1,6 @@
-"""The suite folder's ``manifest.json``: how the suite was built (seed, pool, cap, preset, limits,
-versions), per database the files chosen, and per gold query the files it is judged on and its
-neighbour coverage. Evaluation reads it to leave out, for one gold, the suite files on which that
-gold fails or depends on scan order; without a manifest every ``<db_id>/*.sqlite`` file counts.
-:func:`suite_lookup` turns a suite folder into the value the gold store judges with
-(:data:`progress_sql.execution.gold.SuiteLookup`).
-
-The manifest holds no timings or absolute times, so rebuilding with the same seed rewrites it
-identically (the original databases' paths aside).
-"""
+"""The suite folder's ``manifest.json`` (docs/testsuite.md#the-suite-folder) and :func:`suite_lookup`,
+which turns a suite folder into the value the gold store judges with
+(:data:`progress_sql.execution.gold.SuiteLookup`)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Neighbour queries: single edits of a gold query on its syntax tree that are *likely* to mean
-something else (step 1 of "How a suite is built" in docs/testsuite.md). A suite "covers" a gold when its databases
-tell the gold apart from its neighbours.
-
-Edits: drop a clause (WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT), add ``LIMIT 1`` to an
-outer query without one (the gold then needs a database where it returns several rows), drop one side of an
-AND / OR, drop a selected column, swap an aggregate, a comparison, ASC / DESC, AND / OR, LIKE /
-NOT LIKE, IN / NOT IN, a set operator, replace a column by another of its table (not inside COUNT,
-where ``count(*)`` and ``count(col)`` usually agree), perturb a literal. Neighbours are written in
-SQLite's dialect; the caller keeps those that execute on the original database.
+"""Neighbour queries: single edits of a gold query on its syntax tree that are *likely* to mean something
+else, in SQLite's dialect; the edits: docs/testsuite.md#how-a-suite-is-built, step 1.
 
 >>> from progress_sql.data.schema import Schema
 >>> schema = Schema.from_mapping({"stadium": ["location", "capacity"]})

@@ -1,9 +1,5 @@
-"""What the fuzzer reads of an original database, and how it follows its foreign keys.
-
-The profile (:mod:`progress_sql.data.introspect`) has the DDL, and per table the columns (declared
-type, value kind, NOT NULL), the primary key, UNIQUE column sets, the foreign keys and a sample of
-the original values (:data:`FUZZ_SAMPLE`). Read once per database, read-only.
-"""
+"""What the fuzzer reads of an original database (through :mod:`progress_sql.data.introspect`, once,
+read-only), and how it follows its foreign keys."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Type-aware value generators: draw from a small pool (original values, gold constants and their near
-misses), sometimes a fresh value, then perturb it a little so boundaries around every constant show up.
-
-Small pools make collisions (duplicates for GROUP BY, DISTINCT, COUNT, ties at a LIMIT); the
-perturbations make ``<`` and ``<=``, ``=`` and ``LIKE``, a value and a near miss disagree. Every
-generator takes the caller's ``random.Random``, so a seed fixes the output.
-"""
+"""Type-aware value generators: a small pool, sometimes a fresh value, then a small perturbation, so that
+collisions and boundaries show up (docs/testsuite.md#how-a-suite-is-built, step 2). Every generator
+takes the caller's ``random.Random``, so a seed fixes the output."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The embedded mini dataset of ``progress-sql train``: two Spider databases and their dev questions.
-
-The files are Spider's (Yu et al., 2018), redistributed under CC BY-SA 4.0 (see ``NOTICE.md`` beside
-this module). They ship inside the package, so a fresh install can train without downloading anything.
+"""The embedded mini dataset of ``progress-sql train``: two Spider databases and their dev questions,
+CC BY-SA 4.0 (``NOTICE.md`` beside this module; docs/data.md#the-embedded-mini-dataset).
 
 >>> sorted(embedded_databases())
 ['concert_singer', 'pets_1']

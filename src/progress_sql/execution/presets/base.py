@@ -1,11 +1,6 @@
-"""What every comparison preset provides, and the checks all presets share.
-
-A preset says which SQL actually runs (``gold_queries`` / ``prepare_pred``: some presets rewrite the
-text, as the official evaluators do), when two results are equal (``equal``) and, for majority
-voting, a canonical key of a result under that equality (``vote_key``). :func:`judge` wraps
-``equal`` with the rules no preset may bend: a failed, timed-out or truncated gold makes the example
-invalid, and a failed, timed-out or truncated prediction is never a match.
-"""
+"""What every comparison preset provides (``gold_queries`` / ``prepare_pred``: the SQL that runs;
+``equal``; ``vote_key``), and :func:`judge`, which adds the rules no preset may bend
+(docs/semantics.md#rules-shared-by-every-preset)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""``spider``: the official Spider / test-suite evaluator's execution comparison, as it runs.
-
-Query text, as upstream rewrites it before executing (both queries): ``> =``, ``< =``, ``! =`` are
-joined; every ``DISTINCT`` token is dropped and only the first statement is kept (upstream strips
-DISTINCT through ``sqlparse.parse(sql)[0]``), unless ``keep_distinct``; ``YEAR(CURDATE())`` becomes
-2020. Upstream's replacement of `` value `` by `` 1 `` in predictions is a bug and off by default
-(``value_replacement=True`` restores it for bit-exact reproduction of its printed numbers).
-
-Results: both empty is equal (whatever the widths); otherwise equal row counts and widths, and one
-column permutation applied to every predicted row must give the gold rows, as a bag, or as a
-sequence when the gold text contains ``order by`` anywhere. Values compare with Python equality.
-Upstream prunes permutations with 20 random rows; pruning with all rows and with per-column value
-bags is also sound, so the verdict is the same, deterministic, and never exponential in practice.
-"""
+"""``spider``: the official Spider / test-suite evaluator's execution comparison, as it runs (text
+rewrites included); the behaviour table:
+docs/semantics.md#spider-the-official-spider--test-suite-evaluator-as-it-runs."""
 
 from __future__ import annotations
 

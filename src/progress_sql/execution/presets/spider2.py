@@ -1,11 +1,5 @@
-"""``spider2``: Spider 2.0's column-vector containment.
-
-Every gold column must equal *some* predicted column (extra predicted columns are free; names and
-positions are ignored). NULL counts as 0; two numbers are equal within an absolute tolerance of 0.01;
-other values must be equal. When order is ignored each column vector is sorted on its own (as Spider
-2.0 does, so row alignment is not checked). ``ignore_order=None`` ignores order unless the gold has
-``ORDER BY``.
-"""
+"""``spider2``: Spider 2.0's column-vector containment; the behaviour table:
+docs/semantics.md#spider2-spider-20-column-vector-containment."""
 
 from __future__ import annotations
 

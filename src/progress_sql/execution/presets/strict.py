@@ -1,19 +1,5 @@
-"""``strict``: our semantics for rewards.
-
-- Rows are a bag (duplicates count); DISTINCT is kept (the SQL runs as written).
-- Columns are matched deterministically: gold column i may only map to a predicted column holding
-  the same values (as a bag, within tolerance); assignments are tried most-constrained first, at
-  most :data:`MAX_ASSIGNMENTS` of them (no exponential permutation search).
-- Values: NULL equals only NULL; numbers (int or real) are equal within ``rel_tol`` / ``abs_tol``;
-  text and blobs must be identical and of the same type (``'1'`` is not ``1``).
-- Order matters only when the outermost gold query has ORDER BY, and then tie-aware: the gold is
-  also run without LIMIT and with its ORDER BY keys appended to the projection (one cached extra
-  query), rows with equal keys form groups, order is enforced between groups and not within a group,
-  and at a LIMIT boundary any members of the tied group are accepted, even when the keys are not
-  in the projection. When that extra query cannot be built or run (set operations, OFFSET, keys the
-  rewrite cannot resolve), the comparison falls back to plain sequence order.
-- Both results empty is equal.
-"""
+"""``strict``: our semantics for rewards (bag of rows, deterministic column matching, tolerant numbers,
+tie-aware order); the behaviour table: docs/semantics.md#strict-our-semantics-for-rewards."""
 
 from __future__ import annotations
 

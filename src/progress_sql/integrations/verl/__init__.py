@@ -1,13 +1,6 @@
-"""verl 0.9.1 integration ([verl] extra, in its own environment: it conflicts with [trl]).
-
-* :mod:`.agent_loop` — ``ProgressSQLAgentLoop``, the multi-turn refinement loop as a verl agent loop
-  (imports verl; registered by ``agent_loops.yaml`` beside this file, see :data:`AGENT_LOOPS_YAML`);
-* :mod:`.reward` — ``compute_score`` for ``reward.custom_reward_function`` (no verl import).
-
-The parquet rows are ``progress-sql export --format verl``'s (:func:`progress_sql.export.formats.verl_row`);
-:func:`~progress_sql.export.formats.verl_example` reads a row's example back. Recipes:
-``recipes/verl/`` and docs/training.md.
-"""
+"""verl 0.9.1 integration ([verl] extra, in its own environment: it conflicts with [trl]): the agent loop
+(:mod:`.agent_loop`, registered by ``agent_loops.yaml``, :data:`AGENT_LOOPS_YAML`) and
+``compute_score`` (:mod:`.reward`, no verl import) over ``export --format verl`` rows; docs/training.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""verl 0.9.1 agent loop: the Progress-SQL refinement protocol inside verl's rollout workers.
-
-Per row, at most T turns of ``SQLRefineEnv.step``; feedback tokens get response mask 0, the per-turn
-records go into ``extra_fields[TURNS_KEY]`` with the trajectory reward computed once on the last, and
-``compute_score`` (:mod:`.reward`) reads them (docs/training.md). Environment work runs on a thread
-executor shared by a worker process's loops, every query in the shared isolated pool, so a slow
-query never blocks the event loop. Registered through ``agent_loops.yaml`` under :data:`AGENT_NAME`;
-its extra keys arrive as constructor arguments: ``execution_workers`` and ``env_threads`` size the
-shared resources, every other key is an :class:`EnvConfig` field (an unknown key is a ConfigError).
-"""
+"""verl 0.9.1 agent loop: the Progress-SQL refinement protocol inside verl's rollout workers, the
+trajectory reward computed once and carried to ``compute_score`` (protocol and ``agent_loops.yaml``
+keys: docs/training.md). Environment work runs on a shared thread executor, so a slow query never
+blocks the event loop."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""verl's ``compute_score``: the trajectory reward that the agent loop computed, read from its record.
-
-The loop leaves its per-turn records in ``extra_info[TURNS_KEY]``, the last carrying the reward;
-``compute_score`` scores again only when ``reward_kwargs`` (the reward's name and its
-:class:`ProgressiveConfig` weights) ask for another reward or weights, and scores ``solution_str`` as a
-one-turn trajectory when a row arrives without a record. The whole protocol: docs/training.md.
+"""verl's ``compute_score``: the trajectory reward that the agent loop computed, read from its record
+(scored again only for other weights or a row without a record; docs/training.md).
 
 >>> record = {"turn": 1, "sql": "SELECT 1", "format_ok": True, "exec_status": "ok", "match": True,
 ...           "verdict": "match", "f": 0.9, "f_struct": 0.9, "f_lex": 0.9, "tags": [], "response": "..."}

@@ -1,9 +1,10 @@
 """The option reference of docs/cli.md, generated from the command objects (what ``--help`` shows).
+Dev tooling (not part of the package); run from the repository root.
 
 docs/cli.md holds hand-written conventions and, between :data:`BEGIN` and :data:`END`, the text
 :func:`options_reference` returns; a test fails when the two drift apart. Regenerate with::
 
-    python -m progress_sql.cli.reference docs/cli.md
+    python -m tests.cli.reference docs/cli.md
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import typer.main
 
-BEGIN = "<!-- BEGIN GENERATED: python -m progress_sql.cli.reference docs/cli.md -->"
+BEGIN = "<!-- BEGIN GENERATED: python -m tests.cli.reference docs/cli.md -->"
 END = "<!-- END GENERATED -->"
 
 
