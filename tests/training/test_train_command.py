@@ -177,3 +177,20 @@ def test_rl_settings_give_the_rollouts_any_env_field() -> None:
         RLSettings(env={"max_turns": 2})
     with pytest.raises(ConfigError, match=r"unknown RLSettings\.env keys: turns"):
         RLSettings(env={"turns": 2})
+
+
+def test_rl_defaults_differ_for_the_embedded_model_and_a_real_one() -> None:
+    from progress_sql.training.recipe import EMBEDDED_RL, default_rl_settings
+
+    tiny = default_rl_settings("tiny", steps=None, temperature=None)
+    assert (tiny.steps, tiny.prompts_per_step, tiny.learning_rate, tiny.temperature) == (
+        EMBEDDED_RL["steps"],
+        EMBEDDED_RL["prompts_per_step"],
+        EMBEDDED_RL["learning_rate"],
+        EMBEDDED_RL["temperature"],
+    )
+    assert TrainConfig().rl == tiny
+    real = default_rl_settings("Qwen/Qwen2.5-Coder-7B-Instruct")
+    assert real == RLSettings()  # the paper's temperature 1.0 and the RLSettings defaults
+    assert default_rl_settings("tiny", steps=7, temperature=0.9).steps == 7
+    assert default_rl_settings("tiny", steps=7, temperature=0.9).temperature == 0.9
