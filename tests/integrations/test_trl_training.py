@@ -76,6 +76,10 @@ def train_steps(
                    env_config=EnvConfig(max_turns=2, timeout_s=2.0), pool=pool)
     )  # fmt: skip
     trainer = grpo_trainer(model, tokenizer, rollout, list(prompts), reward="progressive", args=args)
+    from transformers.trainer_callback import PrinterCallback
+
+    # logs go to metrics.jsonl and a progress bar, not printed dict by dict to the terminal
+    assert not any(isinstance(callback, PrinterCallback) for callback in trainer.callback_handler.callbacks)
     trainer.train()
     return [entry for entry in trainer.state.log_history if "loss" in entry], rollout
 

@@ -12,6 +12,7 @@ TRL hands ``rollout_func`` only the prompts (repeated ``num_generations`` times)
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -297,6 +298,7 @@ def grpo_trainer(
     the step number on every log (with TRL's logs) and at the end of every optimizer step."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import TrainerCallback
+    from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
     class ExampleIdTrainer(GRPOTrainer):  # type: ignore[misc]  # trl is not type-checked
@@ -316,7 +318,7 @@ def grpo_trainer(
             if on_step is not None:
                 on_step(state.global_step)
 
-    return ExampleIdTrainer(
+    trainer = ExampleIdTrainer(
         model=model,
         reward_funcs=component_reward_funcs(reward),
         args=GRPOConfig(**args),
@@ -325,6 +327,13 @@ def grpo_trainer(
         rollout_func=rollout,
         callbacks=[Hooks()],
     )
+    # With disable_tqdm, transformers prints every log dict to stdout; our callers show a progress bar
+    # and write the logs to metrics.jsonl, so the printer only floods the terminal.
+    trainer.remove_callback(PrinterCallback)
+    # TRL 1.16 calls transformers' renamed gradient-checkpointing methods at every step; the warning is
+    # about TRL's code, not the user's, and would repeat hundreds of times.
+    warnings.filterwarnings("ignore", r"`(is_)?gradient_checkpointing\w*` is deprecated", FutureWarning)
+    return trainer
 
 
 #: The columns of an exported TRL row that describe its example.
