@@ -299,6 +299,7 @@ def grpo_trainer(
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback
+    from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
     class ExampleIdTrainer(GRPOTrainer):  # type: ignore[misc]  # trl is not type-checked
@@ -330,6 +331,7 @@ def grpo_trainer(
     # With disable_tqdm, transformers prints every log dict to stdout; our callers show a progress bar
     # and write the logs to metrics.jsonl, so the printer only floods the terminal.
     trainer.remove_callback(PrinterCallback)
+    hf_logging.disable_progress_bar()  # "Writing model shards" at every checkpoint would break our bar
     # TRL 1.16 calls transformers' renamed gradient-checkpointing methods at every step; the warning is
     # about TRL's code, not the user's, and would repeat hundreds of times.
     warnings.filterwarnings("ignore", r"`(is_)?gradient_checkpointing\w*` is deprecated", FutureWarning)
