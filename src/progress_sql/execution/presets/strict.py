@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.presets.base import Equality, shape_difference
 from progress_sql.execution.presets.columns import assignments
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import ExecResult, Row, SQLValue
@@ -100,13 +100,10 @@ class StrictPreset:
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         info = order_info(gold_sql)
         gold_rows, pred_rows = list(gold[0].rows), list(pred.rows)
-        if not gold_rows and not pred_rows:
-            return Equality(True, "both results empty")
-        if len(gold_rows) != len(pred_rows):
-            return Equality(False, f"row count differs (gold {len(gold_rows)}, prediction {len(pred_rows)})")
+        difference = shape_difference(gold_rows, pred_rows)
+        if difference is not None:
+            return difference
         width = len(gold_rows[0])
-        if len(pred_rows[0]) != width:
-            return Equality(False, f"column count differs (gold {width}, prediction {len(pred_rows[0])})")
         groups = None
         if info.ordered and len(gold) > 1:
             groups = self._tie_groups(gold_rows, gold[1], width, info.key_count)
