@@ -169,21 +169,7 @@ def basic_report(
     title: str, summary: Mapping[str, Any], *, results: Mapping[str, Any], notes: Iterable[str] = ()
 ) -> str:
     """A plain ``report.md`` for a command without a report of its own: the title, the settings and
-    versions of ``summary`` (a ``summary.json`` dict), a table of ``results`` and the ``notes``.
-
-    >>> print(basic_report("Demo", {"settings": {"turns": 2}, "versions": {}}, results={"ok": True}), end="")
-    # Demo
-    <BLANKLINE>
-    ## Settings
-    <BLANKLINE>
-    - turns: `2`
-    <BLANKLINE>
-    ## Results
-    <BLANKLINE>
-    | result | value |
-    |---|---:|
-    | ok | True |
-    """
+    versions of ``summary`` (a ``summary.json`` dict), a table of ``results`` and the ``notes``."""
     lines = [f"# {title}", "", "## Settings", "", *settings_table(summary.get("settings", {}))]
     versions = summary.get("versions", {})
     if versions:

@@ -16,7 +16,7 @@ from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.odt import OdtConfig
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.types import Example
+from progress_sql.types import Example, RewardBreakdown
 
 
 def answer(sql: str) -> str:
@@ -77,3 +77,14 @@ def test_unknown_names_list_the_known_ones() -> None:
         env_config_from_mapping({"odt": {"weights": {"selekt": 0.3}}})
     with pytest.raises(ConfigError, match="must be >= 1"):
         env_config_from_mapping({"max_turns": 0})  # EnvConfig's own checks still apply
+
+
+def test_a_reward_breakdown_round_trips_through_plain_data() -> None:
+    breakdown = RewardBreakdown(2.5, (("late", 2.0), ("fmt", 0.5)), "progressive-v1", "abc")
+    assert breakdown.to_dict() == {
+        "total": 2.5,
+        "components": {"late": 2.0, "fmt": 0.5},
+        "version": "progressive-v1",
+        "config_hash": "abc",
+    }
+    assert RewardBreakdown.from_dict(breakdown.to_dict()) == breakdown
