@@ -85,6 +85,14 @@ def write_json(path: Path, data: Any) -> Path:
     return path
 
 
+def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
+    """One JSON line per record (UTF-8; dataclasses as their fields, dicts as they are); returns ``path``."""
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(_plain(record), ensure_ascii=False) + "\n")
+    return path
+
+
 @dataclass(frozen=True, slots=True)
 class RunFolder:
     """The folder of one run; each ``write_*`` creates it if needed and returns the file written.
@@ -115,12 +123,8 @@ class RunFolder:
         return write_json(self.summary_path, summary.to_dict())
 
     def write_records(self, records: Iterable[Any]) -> Path:
-        """One JSON line per record (dataclasses are written as their fields, dicts as they are)."""
         self.create()
-        with self.records_path.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(_plain(record), ensure_ascii=False) + "\n")
-        return self.records_path
+        return write_jsonl(self.records_path, records)
 
     def write_report(self, markdown: str) -> Path:
         self.create()

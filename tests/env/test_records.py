@@ -71,6 +71,9 @@ def test_every_env_config_field_from_plain_values(tmp_path: Path) -> None:
 def test_unknown_names_list_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown EnvConfig keys: turns \(EnvConfig fields: max_turns,"):
         env_config_from_mapping({"turns": 2})
+    named = r"unknown progress_sql env_config keys: turns \(EnvConfig fields: max_turns,"
+    with pytest.raises(ConfigError, match=named):
+        env_config_from_mapping({"turns": 2}, source="progress_sql env_config")
     with pytest.raises(ConfigError, match=r"unknown progressive keys: gama \(ProgressiveConfig fields: omega_fmt"):
         env_config_from_mapping({"progressive": {"gama": 0.8}})
     with pytest.raises(ConfigError, match=r"unknown odt\.weights keys: selekt"):

@@ -16,7 +16,7 @@ from rich.table import Table
 from progress_sql.cli import _common as common
 from progress_sql.plots import PlottingUnavailableError, reward_bound_plot
 from progress_sql.rewards.progressive import ProgressiveConfig, upper_bound_curve
-from progress_sql.runfolder import RunSummary, basic_report
+from progress_sql.runfolder import RunSummary, basic_report, write_json
 
 
 def reward_bound_command(
@@ -46,7 +46,7 @@ def reward_bound_command(
     samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
     report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
     common.write_run(out, summary, samples, report + "\n![bound](reward_bound.png)\n")
-    (out / "reward_bound.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_json(out / "reward_bound.json", record)
     try:
         plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")
     except PlottingUnavailableError as error:
