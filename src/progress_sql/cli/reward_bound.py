@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from progress_sql.cli import _common as common
 from progress_sql.plots import PlottingUnavailableError, reward_bound_plot
@@ -55,9 +54,7 @@ def reward_bound_command(
     if as_json:
         typer.echo(json.dumps(record, indent=2))
     else:
-        table = Table(title=f"upper bound of R(Y), T = {turns}", header_style="bold")
-        table.add_column("first correct turn k*")
-        table.add_column("bound", justify="right")
+        table = common.table(f"upper bound of R(Y), T = {turns}", ["first correct turn k*"], ["bound"])
         for label, value in points:
             table.add_row(label, f"{value:.3f}")
         common.stdout.print(table)

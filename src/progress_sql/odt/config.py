@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from progress_sql.errors import ConfigError
 
+
 @dataclass(frozen=True, slots=True)
 class FeatureWeights:
     """Weights of the SELECT-node local similarity (they need not sum to 1; s_local divides by the sum)."""
