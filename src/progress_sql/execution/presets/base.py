@@ -31,6 +31,18 @@ def shape_difference(gold: Sequence[Row], pred: Sequence[Row]) -> Equality | Non
     return None
 
 
+class RunsAsWritten:
+    """Base of the presets that run the gold and the prediction as written (no rewrite, no auxiliary query)."""
+
+    __slots__ = ()
+
+    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
+        return (gold_sql,)
+
+    def prepare_pred(self, pred_sql: str) -> str:
+        return pred_sql
+
+
 class Preset(Protocol):
     """A named comparison semantics; implementations are frozen dataclasses of their options."""
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from progress_sql.execution.presets.base import Equality, shape_difference
+from progress_sql.execution.presets.base import Equality, RunsAsWritten, shape_difference
 from progress_sql.execution.presets.columns import assignments
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import ExecResult, Row, SQLValue
@@ -76,7 +76,7 @@ def _extended_select(tree: exp.Select, order: exp.Order) -> exp.Select | None:
 
 
 @dataclass(frozen=True, slots=True)
-class StrictPreset:
+class StrictPreset(RunsAsWritten):
     rel_tol: float = 1e-6
     abs_tol: float = 1e-9
     tie_aware: bool = True
@@ -90,9 +90,6 @@ class StrictPreset:
         if self.tie_aware and info.extended_sql is not None:
             return (gold_sql, info.extended_sql)
         return (gold_sql,)
-
-    def prepare_pred(self, pred_sql: str) -> str:
-        return pred_sql
 
     def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
         return None  # tolerance-based equality is not transitive: voting compares with ``equal``
