@@ -1,15 +1,16 @@
 """The run folder every command with ``--out DIR`` leaves: ``summary.json`` (typed: settings, versions,
-results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports nothing else from
-the package, so any layer may write a run folder."""
+results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types``
+from the package, so any layer may write a run folder."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from progress_sql.types import plain
 
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "samples.jsonl"
@@ -72,13 +73,6 @@ class RunSummary:
         }
 
 
-def _plain(record: Any) -> Any:
-    """A dataclass as a dict (recursively); anything else as it is."""
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return dataclasses.asdict(record)
-    return record
-
-
 def write_json(path: Path, data: Any) -> Path:
     """Write pretty JSON (UTF-8, trailing newline); returns ``path``."""
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -86,10 +80,10 @@ def write_json(path: Path, data: Any) -> Path:
 
 
 def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
-    """One JSON line per record (UTF-8; dataclasses as their fields, dicts as they are); returns ``path``."""
+    """One JSON line per record (UTF-8; as :func:`progress_sql.types.plain` gives it); returns ``path``."""
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(_plain(record), ensure_ascii=False) + "\n")
+            handle.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
     return path
 
 
