@@ -22,6 +22,17 @@ def _pyplot() -> Any:
     return plt
 
 
+def _finish(plt: Any, figure: Any, path: Path) -> Path:
+    """Hide every panel's top and right frame, lay out, write ``path`` and release the figure."""
+    for axis in figure.axes:
+        axis.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
 def reward_bound_plot(points: Sequence[tuple[str, float]], path: Path, title: str) -> Path:
     """Bar chart of the reward's upper bound per first-correct turn k*."""
     plt = _pyplot()
@@ -33,12 +44,7 @@ def reward_bound_plot(points: Sequence[tuple[str, float]], path: Path, title: st
     axes.set_ylabel("upper bound of R(Y)")
     axes.set_title(title, fontsize=10)
     axes.set_ylim(0, max(values) * 1.15)
-    axes.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
-    return path
+    return _finish(plt, figure, path)
 
 
 def training_curves(
@@ -59,15 +65,10 @@ def training_curves(
                     axis.plot(xs[window - 1 :], smooth, color=line.get_color(), linewidth=2.0)
         axis.set_title(label, fontsize=10)
         axis.set_xlabel("step")
-        axis.spines[["top", "right"]].set_visible(False)
     if len(runs) > 1:
         axes[0][0].legend(fontsize=8)
     figure.suptitle(title, fontsize=11)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
-    return path
+    return _finish(plt, figure, path)
 
 
 def accuracy_bars(groups: dict[str, dict[str, tuple[float, float, int]]], path: Path, title: str) -> Path:
@@ -89,20 +90,7 @@ def accuracy_bars(groups: dict[str, dict[str, tuple[float, float, int]]], path: 
     axis.set_ylim(0, 110)
     axis.legend(fontsize=8)
     axis.set_title(title, fontsize=10)
-    axis.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
-    return path
-
-
-def _finish(plt: Any, figure: Any, path: Path) -> Path:
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
-    return path
+    return _finish(plt, figure, path)
 
 
 def accuracy_by_level_plot(
@@ -126,7 +114,6 @@ def accuracy_by_level_plot(
     if len(metrics) > 1:
         axis.legend(fontsize=8)
     axis.set_title(title, fontsize=10)
-    axis.spines[["top", "right"]].set_visible(False)
     return _finish(plt, figure, path)
 
 
@@ -141,7 +128,6 @@ def odt_categories_plot(rates: dict[str, float | None], path: Path, title: str) 
     axis.set_xlabel("examples with a mismatch (%)")
     axis.set_xlim(0, max([*values, 1.0]) * 1.2)
     axis.set_title(title, fontsize=10)
-    axis.spines[["top", "right"]].set_visible(False)
     return _finish(plt, figure, path)
 
 
@@ -154,7 +140,6 @@ def vote_share_histogram(shares: Sequence[float], path: Path, title: str) -> Pat
     axis.set_ylabel("examples")
     axis.set_xlim(0, 1)
     axis.set_title(title, fontsize=10)
-    axis.spines[["top", "right"]].set_visible(False)
     return _finish(plt, figure, path)
 
 
@@ -169,5 +154,4 @@ def audit_counts_plot(counts: Sequence[tuple[str, int]], path: Path, title: str)
     axis.set_xlabel("examples on which the check fired")
     axis.set_xlim(0, max([*values, 1]) * 1.15)
     axis.set_title(title, fontsize=10)
-    axis.spines[["top", "right"]].set_visible(False)
     return _finish(plt, figure, path)

@@ -109,15 +109,7 @@ def feedback_prompt(message: str, *, codes: Sequence[str] = (), db_engine: str =
     return f"Feedback: {message} {revision_instruction(db_engine)}"
 
 
-# -- conversation formats: messages -> model text ------------------------------------------------
-#
-# Two formats: :class:`CompactFormat`, for the tiny from-scratch default model: no system prompt and
-# no schema (the model learns the schema of its few databases), the question, and feedback reduced
-# to its diagnostic tag codes; the model answers ``<think></think><sql>...</sql>``, the paper's
-# format with an empty reasoning block. :class:`ChatTemplateFormat`, for real instruction models: the
-# paper's Appendix F messages through the tokenizer's chat template. In a multi-turn completion, a
-# feedback segment follows the model's end-of-sequence token and ends with the cue for the next
-# answer; its tokens are masked out of the loss (TRL's ``env_mask`` = 0).
+# -- conversation formats: messages -> model text (docs/data.md#prompts-and-conversation-formats) ---
 
 _CODES = re.compile(r"structural issues: ([A-Z_, ]+)\.")
 

@@ -1,15 +1,16 @@
 """The run folder every command with ``--out DIR`` leaves: ``summary.json`` (typed: settings, versions,
-results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports nothing else from
-the package, so any layer may write a run folder."""
+results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types``
+from the package, so any layer may write a run folder."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from progress_sql.types import plain
 
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "samples.jsonl"
@@ -72,16 +73,17 @@ class RunSummary:
         }
 
 
-def _plain(record: Any) -> Any:
-    """A dataclass as a dict (recursively); anything else as it is."""
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return dataclasses.asdict(record)
-    return record
-
-
 def write_json(path: Path, data: Any) -> Path:
     """Write pretty JSON (UTF-8, trailing newline); returns ``path``."""
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
+    """One JSON line per record (UTF-8; as :func:`progress_sql.types.plain` gives it); returns ``path``."""
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
     return path
 
 
@@ -115,12 +117,8 @@ class RunFolder:
         return write_json(self.summary_path, summary.to_dict())
 
     def write_records(self, records: Iterable[Any]) -> Path:
-        """One JSON line per record (dataclasses are written as their fields, dicts as they are)."""
         self.create()
-        with self.records_path.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(_plain(record), ensure_ascii=False) + "\n")
-        return self.records_path
+        return write_jsonl(self.records_path, records)
 
     def write_report(self, markdown: str) -> Path:
         self.create()
@@ -169,21 +167,7 @@ def basic_report(
     title: str, summary: Mapping[str, Any], *, results: Mapping[str, Any], notes: Iterable[str] = ()
 ) -> str:
     """A plain ``report.md`` for a command without a report of its own: the title, the settings and
-    versions of ``summary`` (a ``summary.json`` dict), a table of ``results`` and the ``notes``.
-
-    >>> print(basic_report("Demo", {"settings": {"turns": 2}, "versions": {}}, results={"ok": True}), end="")
-    # Demo
-    <BLANKLINE>
-    ## Settings
-    <BLANKLINE>
-    - turns: `2`
-    <BLANKLINE>
-    ## Results
-    <BLANKLINE>
-    | result | value |
-    |---|---:|
-    | ok | True |
-    """
+    versions of ``summary`` (a ``summary.json`` dict), a table of ``results`` and the ``notes``."""
     lines = [f"# {title}", "", "## Settings", "", *settings_table(summary.get("settings", {}))]
     versions = summary.get("versions", {})
     if versions:

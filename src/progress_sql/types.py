@@ -124,14 +124,7 @@ class Trajectory:
 class RewardBreakdown:
     """A trajectory reward with its components and the identity of the config that produced it:
     ``version`` is the reward's version id (``progressive-v1``, ``one-shot-v1``, ...), ``config_hash``
-    a hash of its weights (``fixed`` for rewards without any).
-
-    >>> breakdown = RewardBreakdown(2.5, (("late", 2.0), ("fmt", 0.5)), "progressive-v1", "abc")
-    >>> breakdown.to_dict()
-    {'total': 2.5, 'components': {'late': 2.0, 'fmt': 0.5}, 'version': 'progressive-v1', 'config_hash': 'abc'}
-    >>> RewardBreakdown.from_dict(breakdown.to_dict()) == breakdown
-    True
-    """
+    a hash of its weights (``fixed`` for rewards without any)."""
 
     total: float
     components: tuple[tuple[str, float], ...]

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
-from progress_sql.runfolder import RUN_FILES, RunFolder
+from progress_sql.runfolder import RUN_FILES, RunFolder, basic_report
 
 runner = CliRunner()
 
@@ -160,3 +160,20 @@ def test_export_report_dir_lists_every_drawn_example(music_dir: Path, tmp_path: 
     assert summary["rows"] == len(rows)
     assert summary["settings"]["filter"] == "rl-default"
     assert not (tmp_path / "summary.json").exists()  # nothing beside the data file without --report-dir
+
+
+def test_basic_report_lists_settings_and_results() -> None:
+    report = basic_report("Demo", {"settings": {"turns": 2}, "versions": {}}, results={"ok": True})
+    assert report.splitlines() == [
+        "# Demo",
+        "",
+        "## Settings",
+        "",
+        "- turns: `2`",
+        "",
+        "## Results",
+        "",
+        "| result | value |",
+        "|---|---:|",
+        "| ok | True |",
+    ]

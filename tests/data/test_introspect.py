@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from progress_sql.data.introspect import ForeignKey, ValueSample, quote_identifier, read_profile
+from progress_sql.data.introspect import (
+    ForeignKey,
+    ValueSample,
+    column_kind,
+    date_format,
+    quote_identifier,
+    read_profile,
+)
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import DatasetError
 from tests.conftest import build_database
@@ -114,3 +121,11 @@ def test_unreadable_files_are_dataset_errors(tmp_path: Path) -> None:
 def test_quote_identifier() -> None:
     assert quote_identifier('a"b') == '"a""b"'
     assert quote_identifier("odd table") == '"odd table"'
+
+
+def test_date_layouts_and_column_kinds() -> None:
+    assert date_format(("2020-01-31", "1999-12-01")) == "%Y-%m-%d"
+    assert date_format(("2020-01-31", "soon")) is None
+    assert column_kind("INTEGER", (1, 2)) == ("integer", None)
+    assert column_kind("varchar(20)", ("2001-02-03",)) == ("date", "%Y-%m-%d")
+    assert column_kind("bool", ("T", "F")) == ("boolean", None)

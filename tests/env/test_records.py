@@ -16,7 +16,7 @@ from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.odt import OdtConfig
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.types import Example
+from progress_sql.types import Example, RewardBreakdown
 
 
 def answer(sql: str) -> str:
@@ -71,9 +71,23 @@ def test_every_env_config_field_from_plain_values(tmp_path: Path) -> None:
 def test_unknown_names_list_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown EnvConfig keys: turns \(EnvConfig fields: max_turns,"):
         env_config_from_mapping({"turns": 2})
+    named = r"unknown progress_sql env_config keys: turns \(EnvConfig fields: max_turns,"
+    with pytest.raises(ConfigError, match=named):
+        env_config_from_mapping({"turns": 2}, source="progress_sql env_config")
     with pytest.raises(ConfigError, match=r"unknown progressive keys: gama \(ProgressiveConfig fields: omega_fmt"):
         env_config_from_mapping({"progressive": {"gama": 0.8}})
     with pytest.raises(ConfigError, match=r"unknown odt\.weights keys: selekt"):
         env_config_from_mapping({"odt": {"weights": {"selekt": 0.3}}})
     with pytest.raises(ConfigError, match="must be >= 1"):
         env_config_from_mapping({"max_turns": 0})  # EnvConfig's own checks still apply
+
+
+def test_a_reward_breakdown_round_trips_through_plain_data() -> None:
+    breakdown = RewardBreakdown(2.5, (("late", 2.0), ("fmt", 0.5)), "progressive-v1", "abc")
+    assert breakdown.to_dict() == {
+        "total": 2.5,
+        "components": {"late": 2.0, "fmt": 0.5},
+        "version": "progressive-v1",
+        "config_hash": "abc",
+    }
+    assert RewardBreakdown.from_dict(breakdown.to_dict()) == breakdown

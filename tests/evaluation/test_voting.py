@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progress_sql.evaluation.voting import majority_vote, pass_at_k
+from progress_sql.evaluation.voting import k_values, majority_vote, pass_at_k
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.presets.spider import canonical_rows
 from progress_sql.types import ExecResult, Row
@@ -107,6 +107,11 @@ def test_pass_at_k_known_values() -> None:
         pass_at_k(4, 5, 1)
     with pytest.raises(ValueError, match="pass@k needs"):
         pass_at_k(4, 1, 5)
+    assert (pass_at_k(4, 0, 2), pass_at_k(4, 3, 2), pass_at_k(4, 1, 1)) == (0.0, 1.0, 0.25)
+
+
+def test_k_values_are_the_powers_of_two_below_n_and_n() -> None:
+    assert (k_values(8), k_values(5), k_values(1)) == ((1, 2, 4, 8), (1, 2, 4, 5), (1,))
 
 
 @given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))

@@ -11,7 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from progress_sql.errors import ConfigError
-from progress_sql.export.formats import FORMATS, ExportItem, build_rows, extra_info, get_format, write_rows
+from progress_sql.export.formats import (
+    FORMATS,
+    ExportItem,
+    build_rows,
+    extra_info,
+    get_format,
+    skyrl_row,
+    trl_row,
+    verl_row,
+    write_rows,
+)
 from progress_sql.types import Example
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -61,6 +71,17 @@ def test_every_format_carries_the_same_extra_info() -> None:
     assert verl["extra_info"] == skyrl["extra_info"] == {k: trl[k] for k in info}
     assert verl["reward_model"]["ground_truth"] == skyrl["reward_spec"]["ground_truth"] == trl["gold_sql"]
     assert verl["prompt"] == skyrl["prompt"] == trl["prompt"] == [{"role": "user", "content": "Q?"}]
+
+
+def test_each_row_names_its_trainer_and_decodes_back_to_its_example() -> None:
+    item = ExportItem(Example(3, "How many?", "shop", "/d/shop.sqlite", "SELECT 1"), "spider-train",
+                      ({"role": "user", "content": "How many?"},), verified=True)  # fmt: skip
+    row = verl_row(item, 0)
+    assert row["agent_name"] == "progress_sql_agent"
+    assert row["reward_model"] == {"style": "rule", "ground_truth": "SELECT 1"}
+    assert row["extra_info"]["source_index"] == 3
+    assert (skyrl_row(item, 0)["env_class"], trl_row(item, 0)["gold_sql"]) == ("progress_sql", "SELECT 1")
+    assert all(f.example(f.row(item, 0)) == item.example for f in FORMATS.values())
 
 
 def test_unknown_format_and_output_type(tmp_path: Path) -> None:

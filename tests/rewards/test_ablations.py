@@ -26,6 +26,15 @@ def parts(config: ProgressiveConfig) -> dict[str, float]:
     return dict(progressive_reward(TRAJECTORY, config).components)
 
 
+def test_the_arms_by_name() -> None:
+    assert sorted(ABLATIONS) == ["no-align", "no-exec", "no-format", "no-late", "paper-formula", "progressive"]
+    assert get_ablation("no-exec").apply().disabled == {"exec"}
+    with pytest.raises(
+        ConfigError, match="unknown reward ablation 'w/o exec'; choose one of no-align, no-exec, no-format"
+    ):
+        get_ablation("w/o exec")
+
+
 def test_the_full_reward() -> None:
     assert parts(get_ablation("progressive").apply()) == pytest.approx(FULL)
 
@@ -78,7 +87,8 @@ def test_all_components_off_is_refused() -> None:
 
 
 def test_only_a_zero_weight_format_term_left_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"omega_fmt = 0\.0 the reward is the same"):
+    refused = r"ProgressiveConfig: with exec, late, align disabled and omega_fmt = 0\.0 the reward is the same"
+    with pytest.raises(ConfigError, match=refused):
         ProgressiveConfig(disabled=frozenset({"exec", "late", "align"}), omega_fmt=0.0)
     # with a format weight the reward still varies
     assert ProgressiveConfig(disabled=frozenset({"exec", "late", "align"})).disabled == {"exec", "late", "align"}

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from progress_sql.data.embedded import real_questions
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
@@ -35,6 +36,16 @@ def test_wrong_and_empty_texts(dataset: TemplateDataset) -> None:
     with pytest.raises(ValueError, match="texts"):
         execution_accuracy(examples, texts[:2])
     assert execution_accuracy([], []).n == 0
+
+
+def test_a_report_on_real_questions_reads_as_counts_rate_and_standard_error() -> None:
+    examples = real_questions()[:2]
+    texts = [f"<think></think><sql>{e.gold_sql}</sql>" for e in examples[:1]] + ["no sql"]
+    report = execution_accuracy(examples, texts)
+    assert repr(report) == "Accuracy(n=2, correct=1)"
+    assert report.matches == (True, False)
+    assert (report.ex, round(report.standard_error, 4)) == (0.5, 0.3536)
+    assert report.as_dict() == {"n": 2, "correct": 1, "ex": 0.5, "se": 0.353553}
 
 
 def test_greedy_generation_shapes(dataset: TemplateDataset, tokenizer: Any, torch_one_thread: Any) -> None:

@@ -31,6 +31,7 @@ def _combos() -> dict[tuple[str, str, str], tuple[str, ...]]:
 def test_every_family_has_pairs_and_training_is_balanced(dataset: TemplateDataset) -> None:
     counts = dataset.family_counts()
     assert sorted(counts) == sorted(FAMILIES)
+    assert sorted({example.difficulty for example in dataset.train}) == sorted(FAMILIES)
     # Tolerance: exact. Every family contributes the same number of training examples (250);
     # families with fewer distinct pairs repeat them.
     assert {total for total, _ in counts.values()} == {250}

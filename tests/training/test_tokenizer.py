@@ -7,7 +7,7 @@ from typing import Any
 
 from progress_sql.odt import CATALOGUE
 from progress_sql.prompts import CompactFormat
-from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS
+from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS, train_tokenizer
 
 
 def test_special_and_format_tokens_are_single_tokens(tokenizer: Any) -> None:
@@ -22,6 +22,12 @@ def test_special_and_format_tokens_are_single_tokens(tokenizer: Any) -> None:
     assert tokenizer.pad_token_id != tokenizer.eos_token_id
     assert tokenizer.padding_side == "left"
     assert 1000 <= len(tokenizer) <= 2048
+
+
+def test_a_tiny_vocabulary_still_keeps_pad_apart_from_eos_and_the_tags_whole() -> None:
+    tokenizer = train_tokenizer(["SELECT count(*) FROM singer", "How many singers are there?"], vocab_size=400)
+    assert tokenizer.pad_token_id != tokenizer.eos_token_id
+    assert len(tokenizer("<sql>").input_ids) == 1
 
 
 def test_nothing_is_added_around_a_text(tokenizer: Any) -> None:

@@ -11,7 +11,6 @@ they drop: docs/audit.md#filter-sets.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from progress_sql.audit.catalogue import resolve_checks
 from progress_sql.audit.runner import DEFAULT_TIMEOUT_S, audit_examples
 from progress_sql.registry import lookup
+from progress_sql.runfolder import write_jsonl
 from progress_sql.types import Example
 
 #: Longest evidence kept with a reason in dropped.jsonl.
@@ -103,13 +103,4 @@ def apply_filter(
 def write_dropped(outcome: FilterOutcome, path: Path) -> None:
     """Write the dropped examples as JSON lines (``index, db_id, question, gold_sql, reasons``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for item in outcome.dropped:
-            record = {
-                "index": item.index,
-                "db_id": item.db_id,
-                "question": item.question,
-                "gold_sql": item.gold_sql,
-                "reasons": list(item.reasons),
-            }
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_jsonl(path, outcome.dropped)

@@ -3,7 +3,6 @@ each check, and the records as JSON lines."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from progress_sql.audit.catalogue import CHECKS, Check
 from progress_sql.audit.runner import AuditRecord
+from progress_sql.runfolder import write_jsonl
 
 #: Examples shown per check in report.md.
 EXAMPLES_PER_CHECK = 5
@@ -38,9 +38,7 @@ def summarize(records: Sequence[AuditRecord], checks: Sequence[Check]) -> dict[s
 
 
 def write_records(records: Sequence[AuditRecord], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record.as_dict(), ensure_ascii=False) + "\n")
+    write_jsonl(path, (record.as_dict() for record in records))
 
 
 def markdown_report(

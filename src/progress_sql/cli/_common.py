@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from progress_sql.errors import ProgressSQLError
 from progress_sql.execution.compare import PRESETS
@@ -73,6 +74,16 @@ def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> Non
             fail(str(error))
 
     app.command(name)(reporting_errors)
+
+
+def table(title: str, left: Sequence[str], right: Sequence[str] = ()) -> Table:
+    """A rich table with a bold header: the ``left`` columns left-aligned, then the ``right`` ones."""
+    result = Table(title=title, header_style="bold")
+    for column in left:
+        result.add_column(column)
+    for column in right:
+        result.add_column(column, justify="right")
+    return result
 
 
 def resolve_workers(workers: int) -> int:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from progress_sql.cli import _common as common
 from progress_sql.runfolder import RunSummary
@@ -68,9 +67,9 @@ def audit_command(
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
         return
-    table = Table(title=f"gold audit of {task}: {len(records)} examples in {seconds:.1f} s", header_style="bold")
-    for column in ("id", "check", "family", "fired"):
-        table.add_column(column, justify="right" if column == "fired" else "left")
+    table = common.table(
+        f"gold audit of {task}: {len(records)} examples in {seconds:.1f} s", ["id", "check", "family"], ["fired"]
+    )
     for check_id, entry in results["checks"].items():
         table.add_row(check_id, entry["name"], entry["family"], str(entry["fired"]))
     common.stdout.print(table)

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from progress_sql.cli._common import add_command, json_option, stdout
+from progress_sql.cli._common import add_command, json_option, stdout, table
 from progress_sql.evaluation.run import load_eval_run
 
 HEADLINE: tuple[tuple[str, str], ...] = (
@@ -92,19 +91,17 @@ def compare_runs_command(
         return
     if not result["same_task"] or not result["same_preset"]:
         stdout.print("[yellow]warning:[/] the runs differ in task or preset; differences mix both effects")
-    table = Table(title=f"A = {a}   B = {b}", header_style="bold")
-    for column in ("metric", "A (%)", "B (%)", "B - A (points)"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    rows = table(f"A = {a}   B = {b}", ["metric"], ["A (%)", "B (%)", "B - A (points)"])
     for key, value in result["headline"].items():
         label = dict(HEADLINE).get(key, key)
         delta = value["delta"]
-        table.add_row(label, _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}")
+        rows.add_row(label, _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}")
     for level, value in result["by_level"].items():
         delta = value["delta"]
-        table.add_row(
+        rows.add_row(
             f"EX {level}", _fmt(value["a"]), _fmt(value["b"]), "n/a" if delta is None else f"{100 * delta:+.2f}"
         )
-    stdout.print(table)
+    stdout.print(rows)
     stdout.print(f"changed examples: {result['fixed']} fixed (wrong in A, right in B), {result['broken']} broken")
     for item in result["changed"][:show]:
         stdout.print(

@@ -6,9 +6,8 @@ import json
 
 import typer
 from rich.panel import Panel
-from rich.table import Table
 
-from progress_sql.cli._common import add_command, json_option, stdout
+from progress_sql.cli._common import add_command, json_option, stdout, table
 from progress_sql.cli.diagnose import diagnosis_record, print_diagnosis
 from progress_sql.data import case_study
 from progress_sql.odt import diagnose, prepare_gold
@@ -33,9 +32,7 @@ def demo_command(
         stdout.rule(f"turn {turn}")
         stdout.print(Panel(sql, title=f"predicted SQL, turn {turn}", expand=False))
         print_diagnosis(diagnosis, title=f"turn {turn}")
-    summary = Table(title="alignment over the trajectory", header_style="bold")
-    for column in ("turn", "F_struct", "F_lex", "F", "tags"):
-        summary.add_column(column)
+    summary = table("alignment over the trajectory", ["turn", "F_struct", "F_lex", "F", "tags"])
     for turn, diagnosis in enumerate(diagnoses, start=1):
         summary.add_row(
             str(turn),

@@ -10,7 +10,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from progress_sql.cli._common import add_command, fail, json_option, stdout
+from progress_sql.cli._common import add_command, fail, json_option, stdout, table
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import DatasetError
 from progress_sql.odt import TAGS, Diagnosis, diagnose
@@ -32,9 +32,7 @@ def diagnosis_record(diagnosis: Diagnosis) -> dict[str, Any]:
 
 def print_diagnosis(diagnosis: Diagnosis, title: str = "ODT diagnosis") -> None:
     """Render a diagnosis for a terminal."""
-    scores = Table(title=title, show_header=True, header_style="bold")
-    scores.add_column("score")
-    scores.add_column("value", justify="right")
+    scores = table(title, ["score"], ["value"])
     scores.add_row("F_struct (structure)", f"{diagnosis.f_struct:.4f}")
     scores.add_row("F_lex (2-gram Jaccard)", f"{diagnosis.f_lex:.4f}")
     scores.add_row("F = (F_struct + F_lex) / 2", f"{diagnosis.f:.4f}")
@@ -42,9 +40,7 @@ def print_diagnosis(diagnosis: Diagnosis, title: str = "ODT diagnosis") -> None:
     if diagnosis.status != "ok":
         stdout.print(f"[yellow]{diagnosis.status}[/]: {diagnosis.reason}")
     if diagnosis.features:
-        features = Table(title="feature similarities (main SELECT)", header_style="bold")
-        features.add_column("feature")
-        features.add_column("similarity", justify="right")
+        features = table("feature similarities (main SELECT)", ["feature"], ["similarity"])
         for name, value in diagnosis.features.items():
             style = "" if value == 1.0 else "red"
             features.add_row(name, f"[{style}]{value:.4f}[/]" if style else f"{value:.4f}")

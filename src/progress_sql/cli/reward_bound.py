@@ -11,12 +11,11 @@ import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from progress_sql.cli import _common as common
 from progress_sql.plots import PlottingUnavailableError, reward_bound_plot
 from progress_sql.rewards.progressive import ProgressiveConfig, upper_bound_curve
-from progress_sql.runfolder import RunSummary, basic_report
+from progress_sql.runfolder import RunSummary, basic_report, write_json
 
 
 def reward_bound_command(
@@ -46,7 +45,7 @@ def reward_bound_command(
     samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
     report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
     common.write_run(out, summary, samples, report + "\n![bound](reward_bound.png)\n")
-    (out / "reward_bound.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_json(out / "reward_bound.json", record)
     try:
         plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")
     except PlottingUnavailableError as error:
@@ -55,9 +54,7 @@ def reward_bound_command(
     if as_json:
         typer.echo(json.dumps(record, indent=2))
     else:
-        table = Table(title=f"upper bound of R(Y), T = {turns}", header_style="bold")
-        table.add_column("first correct turn k*")
-        table.add_column("bound", justify="right")
+        table = common.table(f"upper bound of R(Y), T = {turns}", ["first correct turn k*"], ["bound"])
         for label, value in points:
             table.add_row(label, f"{value:.3f}")
         common.stdout.print(table)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.openai_compat import BackendError
@@ -110,9 +109,7 @@ def rollout_command(
 
 
 def _print(task: str, metrics: dict[str, Any]) -> None:
-    table = Table(title=f"rollout: {task} ({metrics['scored']} scored)", header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    table = common.table(f"rollout: {task} ({metrics['scored']} scored)", ["metric"], ["value"])
     for k, share in metrics["success_by_turn"].items():
         table.add_row(f"success within {k} turn(s)", f"{100 * share:.1f}%")
     table.add_row("mean reward", f"{metrics['mean_reward']:.3f}")

@@ -138,13 +138,7 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
 
 
 def date_format(values: tuple[SQLValue, ...]) -> str | None:
-    """The first layout of :data:`DATE_FORMATS` that parses every text value (None if none does).
-
-    >>> date_format(("2020-01-31", "1999-12-01"))
-    '%Y-%m-%d'
-    >>> date_format(("2020-01-31", "soon")) is None
-    True
-    """
+    """The first layout of :data:`DATE_FORMATS` that parses every text value (None if none does)."""
     texts = [v for v in values if isinstance(v, str)]
     if not texts or len(texts) < len([v for v in values if v is not None]):
         return None
@@ -159,15 +153,7 @@ def date_format(values: tuple[SQLValue, ...]) -> str | None:
 
 
 def column_kind(declared: str, values: tuple[SQLValue, ...]) -> tuple[Kind, str | None]:
-    """The value kind of a column from its declared type (SQLite's affinity rules) and its values.
-
-    >>> column_kind("INTEGER", (1, 2))
-    ('integer', None)
-    >>> column_kind("varchar(20)", ("2001-02-03",))
-    ('date', '%Y-%m-%d')
-    >>> column_kind("bool", ("T", "F"))
-    ('boolean', None)
-    """
+    """The value kind of a column from its declared type (SQLite's affinity rules) and its values."""
     lowered = declared.lower()
     present = tuple(v for v in values if v is not None)
     if "bool" in lowered or lowered.strip() == "bit":

@@ -4,10 +4,6 @@ adapter reads its environment settings (docs/environment.md#sqlrefineenv, below 
 >>> config = env_config_from_mapping({"max_turns": 2, "progressive": {"gamma": 0.8}})
 >>> config.max_turns, config.progressive.gamma, config.reward
 (2, 0.8, 'progressive')
->>> env_config_from_mapping({"turns": 2}, source="progress_sql env_config")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-progress_sql.errors.ConfigError: unknown progress_sql env_config keys: turns (EnvConfig fields: max_turns, ...)
 """
 
 from __future__ import annotations

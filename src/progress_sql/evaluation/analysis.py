@@ -28,6 +28,11 @@ MAIN_CATEGORIES: tuple[str, ...] = ("SELECT", "JOIN", "WHERE", "GROUP")
 OTHER_CATEGORIES: tuple[str, ...] = ("other", "nesting", "parse")
 
 
+def ratio(part: float, whole: float) -> float | None:
+    """``part / whole``; None when ``whole`` is 0 (a rate over nothing is unknown, not 0)."""
+    return part / whole if whole else None
+
+
 def diagnosis_tags(pred_sql: str | None, gold: GoldReference) -> tuple[str, ...]:
     """The ODT tags of one prediction (no SQL at all counts as a parse failure)."""
     return diagnose(pred_sql or "", gold).tags
@@ -42,19 +47,17 @@ def analyze(tag_sets: Sequence[Sequence[str]]) -> dict[str, Any]:
     """Mismatch rates per category, their average and the tag histogram over a prediction set."""
     total = len(tag_sets)
     found = [categories(tags) for tags in tag_sets]
-
-    def rate(category: str) -> float | None:
-        return sum(category in item for item in found) / total if total else None
-
-    rates = {category: rate(category) for category in MAIN_CATEGORIES}
+    rates = {category: ratio(sum(category in item for item in found), total) for category in MAIN_CATEGORIES}
     known = [value for value in rates.values() if value is not None]
     histogram = Counter(tag for tags in tag_sets for tag in tags)
     return {
         "examples": total,
         "rates": rates,
-        "average": sum(known) / len(known) if known else None,
-        "other_rates": {category: rate(category) for category in OTHER_CATEGORIES},
-        "any_tag_rate": sum(bool(tags) for tags in tag_sets) / total if total else None,
+        "average": ratio(sum(known), len(known)),
+        "other_rates": {
+            category: ratio(sum(category in item for item in found), total) for category in OTHER_CATEGORIES
+        },
+        "any_tag_rate": ratio(sum(bool(tags) for tags in tag_sets), total),
         "tag_histogram": {tag: histogram[tag] for tag in sorted(histogram, key=lambda t: TAG_ORDER.get(t, 999))},
     }
 

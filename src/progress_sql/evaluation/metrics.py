@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from progress_sql.evaluation.analysis import analyze
+from progress_sql.evaluation.analysis import analyze, ratio
 from progress_sql.evaluation.harness import EvalRecord
 from progress_sql.evaluation.voting import k_values, pass_at_k
 from progress_sql.sql.hardness import HARDNESS_LEVELS
@@ -15,10 +15,6 @@ from progress_sql.sql.hardness import HARDNESS_LEVELS
 #: Display order of known difficulty levels (Spider hardness, then BIRD's).
 LEVEL_ORDER: tuple[str, ...] = (*HARDNESS_LEVELS, "simple", "moderate", "challenging")
 _INVALID_ANSWERS = frozenset({"pred_error", "pred_timeout", "pred_truncated", "no_sql"})
-
-
-def _ratio(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
 
 
 def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
@@ -32,13 +28,13 @@ def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
         "gold_invalid": invalid,
         "scored": len(scored),
         "matched": matched,
-        "execution_accuracy": _ratio(matched, len(scored)),
-        "execution_accuracy_with_invalid": _ratio(matched, len(scored) + invalid),
+        "execution_accuracy": ratio(matched, len(scored)),
+        "execution_accuracy_with_invalid": ratio(matched, len(scored) + invalid),
         "ts_scored": len(with_suite),
         "ts_matched": sum(bool(r.ts_match) for r in with_suite),
-        "test_suite_accuracy": _ratio(sum(bool(r.ts_match) for r in with_suite), len(with_suite)),
+        "test_suite_accuracy": ratio(sum(bool(r.ts_match) for r in with_suite), len(with_suite)),
         # EX minus TS over the same examples (those with a suite): the share EX accepts and TS rejects.
-        "ex_minus_ts": _ratio(sum(r.match and not r.ts_match for r in with_suite), len(with_suite)),
+        "ex_minus_ts": ratio(sum(r.match and not r.ts_match for r in with_suite), len(with_suite)),
     }
 
 
@@ -55,25 +51,24 @@ def summarize_eval(records: Sequence[EvalRecord]) -> dict[str, Any]:
     summary["verdicts"] = dict(sorted(counts.items()))
     n = max((r.samples for r in scored), default=1)
     summary["samples_per_example"] = n
-    summary["valid_sql_rate"] = _ratio(sum(r.verdict not in _INVALID_ANSWERS for r in scored), len(scored))
+    summary["valid_sql_rate"] = ratio(sum(r.verdict not in _INVALID_ANSWERS for r in scored), len(scored))
     total_samples = sum(r.samples for r in scored)
-    summary["sample_valid_rate"] = _ratio(sum(r.valid_samples for r in scored), total_samples)
+    summary["sample_valid_rate"] = ratio(sum(r.valid_samples for r in scored), total_samples)
     known_format = [r for r in scored if r.format_ok_samples is not None]
     summary["format_rate"] = (
-        _ratio(sum(r.format_ok_samples or 0 for r in known_format), sum(r.samples for r in known_format))
+        ratio(sum(r.format_ok_samples or 0 for r in known_format), sum(r.samples for r in known_format))
         if known_format and len(known_format) == len(scored)
         else None
     )
     if n > 1:
-        summary["first_sample_accuracy"] = _ratio(sum(r.first_match for r in scored), len(scored))
+        summary["first_sample_accuracy"] = ratio(sum(r.first_match for r in scored), len(scored))
     same_n = [r for r in scored if r.samples == n]
     summary["pass_at_k"] = {
-        str(k): (sum(pass_at_k(r.samples, r.correct_samples, k) for r in same_n) / len(same_n) if same_n else None)
-        for k in k_values(n)
+        str(k): ratio(sum(pass_at_k(r.samples, r.correct_samples, k) for r in same_n), len(same_n)) for k in k_values(n)
     }
     shares = [r.vote_share for r in scored]
     summary["vote"] = {
-        "mean_share": sum(shares) / len(shares) if shares else None,
+        "mean_share": ratio(sum(shares), len(shares)),
         "unanimous": sum(len(r.votes) == 1 and r.valid_samples == r.samples for r in scored),
         "no_valid_sample": sum(not r.votes for r in scored),
     }

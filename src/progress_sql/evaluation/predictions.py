@@ -4,22 +4,37 @@ docs/evaluation.md#prediction-files."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from progress_sql.errors import DatasetError
 
 _SQL_FIELDS = ("sql", "pred", "prediction", "predicted_sql")
 
 
-def load_predictions(path: str | Path, count: int) -> list[str]:
-    """The ``count`` predictions of ``path``, in dataset order; a clear DatasetError otherwise."""
-    file = Path(path)
+def _read(file: Path) -> str:
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")
+        return file.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise DatasetError(f"predictions file not found: {file}") from None
     except OSError as error:
         raise DatasetError(f"cannot read predictions file {file}: {error}") from None
+
+
+def _json_lines(file: Path, text: str) -> Iterator[tuple[int, str, Any]]:
+    """(position, line, value) of each non-blank line, parsed as it is reached (errors come in line order)."""
+    for position, line in enumerate(line for line in text.splitlines() if line.strip()):
+        try:
+            yield position, line, json.loads(line)
+        except ValueError as error:
+            raise DatasetError(f"{file}: line {position + 1} is not JSON: {error}") from None
+
+
+def load_predictions(path: str | Path, count: int) -> list[str]:
+    """The ``count`` predictions of ``path``, in dataset order; a clear DatasetError otherwise."""
+    file = Path(path)
+    text = _read(file)
     if file.suffix == ".jsonl":
         return _from_jsonl(file, text, count)
     lines = text.splitlines()
@@ -32,12 +47,7 @@ def load_predictions(path: str | Path, count: int) -> list[str]:
 
 def _from_jsonl(file: Path, text: str, count: int) -> list[str]:
     found: dict[int, str] = {}
-    rows = [line for line in text.splitlines() if line.strip()]
-    for position, line in enumerate(rows):
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise DatasetError(f"{file}: line {position + 1} is not JSON: {error}") from None
+    for position, _line, record in _json_lines(file, text):
         if not isinstance(record, dict):
             raise DatasetError(f"{file}: line {position + 1} is not a JSON object")
         sql = next((record[k] for k in _SQL_FIELDS if isinstance(record.get(k), str)), None)
@@ -61,19 +71,10 @@ def load_prediction_samples(path: str | Path, count: int) -> list[list[str]]:
     file = Path(path)
     if file.suffix != ".jsonl":
         return [[sql] for sql in load_predictions(file, count)]
-    try:
-        rows = [line for line in file.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
-    except FileNotFoundError:
-        raise DatasetError(f"predictions file not found: {file}") from None
-    except OSError as error:
-        raise DatasetError(f"cannot read predictions file {file}: {error}") from None
+    text = _read(file)
     found: dict[int, list[str]] = {}
     singles: list[str] = []
-    for position, line in enumerate(rows):
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise DatasetError(f"{file}: line {position + 1} is not JSON: {error}") from None
+    for position, line, record in _json_lines(file, text):
         samples = record.get("samples") if isinstance(record, dict) else None
         if samples is None:
             singles.append(line)

@@ -97,11 +97,7 @@ def majority_vote(gold_sql: str, results: Sequence[ExecResult | None], preset: P
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased estimate of the chance that at least one of ``k`` samples drawn from ``n``, of
-    which ``c`` are correct, is correct: 1 - C(n - c, k) / C(n, k).
-
-    >>> pass_at_k(4, 0, 2), pass_at_k(4, 3, 2), pass_at_k(4, 1, 1)
-    (0.0, 1.0, 0.25)
-    """
+    which ``c`` are correct, is correct: 1 - C(n - c, k) / C(n, k)."""
     if not 0 <= c <= n or not 1 <= k <= n:
         raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
     if n - c < k:
@@ -110,11 +106,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def k_values(n: int) -> tuple[int, ...]:
-    """The k reported for ``n`` samples: the powers of two below n, and n.
-
-    >>> k_values(8), k_values(5), k_values(1)
-    ((1, 2, 4, 8), (1, 2, 4, 5), (1,))
-    """
+    """The k reported for ``n`` samples: the powers of two below n, and n."""
     ks = {1, n}
     k = 2
     while k < n:

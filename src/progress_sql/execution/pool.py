@@ -171,6 +171,16 @@ class ExecutionPool(Closing):
         # thread has stopped; it is never mistaken for an execution error of the item.
         callback_errors: list[BaseException] = []
 
+        def notify(callback: Callable[..., None] | None, *args: object) -> bool:
+            """Call a caller's callback; False when it raised and the batch must stop."""
+            try:
+                if callback is not None:
+                    callback(*args)
+            except BaseException as error:
+                callback_errors.append(error)
+                return False
+            return True
+
         def run_job(worker: _Worker, index: int) -> bool:
             """Run one job on ``worker``; False when a callback failed and the batch must stop."""
             try:
@@ -178,11 +188,7 @@ class ExecutionPool(Closing):
             except Exception as error:  # cannot start a process: this item fails, the batch goes on
                 results[index] = ExecResult("error", error=f"cannot start a worker: {error}")
                 return True
-            try:
-                if on_start is not None:
-                    on_start(index, pid)
-            except BaseException as error:
-                callback_errors.append(error)
+            if not notify(on_start, index, pid):
                 return False
             try:
                 result = worker.call(jobs[index], self._margin)
@@ -190,13 +196,7 @@ class ExecutionPool(Closing):
                 worker.stop(kill=True)
                 result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
             results[index] = result
-            try:
-                if on_result is not None:
-                    on_result(index, result)
-            except BaseException as error:
-                callback_errors.append(error)
-                return False
-            return True
+            return notify(on_result, index, result)
 
         def drive() -> None:
             worker: _Worker | None = None

@@ -2,17 +2,6 @@
 the one example codec: :func:`example_fields` / :func:`example_from_fields`, and per format
 :attr:`ExportFormat.example`, which reads the example back from one of its rows. Each format's
 columns and the shared ``extra_info``: docs/export.md.
-
->>> from progress_sql.types import Example
->>> item = ExportItem(Example(3, "How many?", "shop", "/d/shop.sqlite", "SELECT 1"), "spider-train",
-...                   ({"role": "user", "content": "How many?"},), verified=True)
->>> row = verl_row(item, 0)
->>> row["agent_name"], row["reward_model"], row["extra_info"]["source_index"]
-('progress_sql_agent', {'style': 'rule', 'ground_truth': 'SELECT 1'}, 3)
->>> skyrl_row(item, 0)["env_class"], trl_row(item, 0)["gold_sql"]
-('progress_sql', 'SELECT 1')
->>> all(f.example(f.row(item, 0)) == item.example for f in FORMATS.values())
-True
 """
 
 from __future__ import annotations

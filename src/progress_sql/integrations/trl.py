@@ -1,12 +1,6 @@
 """TRL integration (the only module that imports TRL): multi-turn rollouts with ODT feedback through
-``GRPOTrainer(rollout_func=...)``, the trainer itself, and a reward function for exported TRL rows.
-
-``rollout_func`` is the one TRL route that reproduces the paper: each completion is a whole
-trajectory, feedback tokens masked out of the loss (``env_mask`` = 0). One TRL reward function per
-reward component returns that component, so TRL logs each and their sum is the trajectory reward.
-TRL hands ``rollout_func`` only the prompts (repeated ``num_generations`` times), so the trainer of
-:func:`grpo_trainer` keeps each row's :data:`EXAMPLE_ID` where the rollout finds its examples by id.
-:class:`ExportedRowReward` scores ``progress-sql export --format trl`` rows in TRL's single-turn loop.
+``GRPOTrainer(rollout_func=...)``, the trainer itself, and a reward function for exported TRL rows;
+how they fit TRL: docs/architecture.md#the-trl-adapter-integrationstrlpy.
 """
 
 from __future__ import annotations
@@ -88,12 +82,8 @@ class ModelGenerator:
 
 @dataclass(slots=True)
 class VLLMGenerator:
-    """Samples with the trainer's vLLM engine (``GRPOConfig(use_vllm=True)``, colocate or server mode).
-
-    TRL keeps the engine's weights in sync with the policy before each ``rollout_func`` call; each
-    turn is one request per context. vLLM stops at the tokenizer's eos; it is appended when the
-    engine leaves it out, so that every model turn ends the same way in the token stream.
-    """
+    """Samples with the trainer's vLLM engine (``GRPOConfig(use_vllm=True)``), one request per
+    context; eos is appended when the engine leaves it out, so every model turn ends the same way."""
 
     eos_token_id: int
 
@@ -106,15 +96,9 @@ class VLLMGenerator:
 
 @dataclass(slots=True)
 class TrlRollout:
-    """The ``rollout_func``: one environment episode per received prompt.
-
-    ``examples`` are the training examples by id (the dataset's :data:`EXAMPLE_ID` column); the
-    prompt text, the model's first context, is the dataset's ``prompt``. The environment's own
-    opening messages are not used, so it renders no schema (``schema_profile`` none). Extra fields
-    returned per completion (forwarded by TRL to the reward functions): ``reward_components``
-    (name -> value), ``num_turns``, ``k_star`` (0 when never correct), ``first_turn_f``,
-    ``first_turn_match``, ``final_sql``.
-    """
+    """The ``rollout_func``: one environment episode per received prompt, about ``examples[id]`` (the
+    dataset's :data:`EXAMPLE_ID` column); the fields it returns per completion:
+    docs/architecture.md#the-trl-adapter-integrationstrlpy."""
 
     examples: Sequence[Example]
     tokenizer: Any
@@ -215,11 +199,8 @@ def component_names(reward: str) -> tuple[str, ...]:
 
 
 def component_reward_funcs(reward: str) -> list[RewardFunc]:
-    """One TRL reward function per component of ``reward``; their sum is the trajectory reward.
-
-    Each is named after its component (TRL logs ``rewards/<name>/mean``) and reads the
-    ``reward_components`` field the rollout function returned.
-    """
+    """One TRL reward function per component of ``reward``, named after it (TRL logs each), reading
+    the rollout's ``reward_components``; their sum is the trajectory reward."""
 
     def make(name: str) -> RewardFunc:
         def component(
@@ -343,14 +324,9 @@ _EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "inde
 
 
 class ExportedRowReward:
-    """A TRL reward function for the rows of ``progress-sql export --format trl``.
-
-    TRL calls it with the completions and, as keyword arguments, the rows' columns; each completion
-    is taken as the one answer to its row's question and scored as a one-turn trajectory by the
-    environment (SQL extracted, run on the row's database, compared with its gold, diagnosed by the
-    ODT) with ``config``'s reward. A row whose gold query fails scores 0. Named after the reward
-    (TRL logs ``rewards/<name>/mean``); ``close`` stops its execution worker.
-    """
+    """A TRL reward function for ``progress-sql export --format trl`` rows: each completion scored by
+    the environment as the one answer to its row with ``config``'s reward (0 when the gold fails);
+    named after the reward; ``close`` stops its worker. docs/architecture.md#the-trl-adapter-integrationstrlpy."""
 
     def __init__(self, config: EnvConfig | None = None) -> None:
         self.config = replace(config or EnvConfig(), max_turns=1, schema_profile="none")

@@ -15,26 +15,6 @@ from dataclasses import dataclass, field, fields
 
 from progress_sql.errors import ConfigError
 
-#: The profile features that carry a weight in s_local, in reporting order.
-FEATURES: tuple[str, ...] = (
-    "select",
-    "tables",
-    "joins",
-    "where",
-    "group_by",
-    "having",
-    "order_by",
-    "join_count",
-    "item_count",
-    "has_where",
-    "has_group_by",
-    "has_having",
-    "has_order_by",
-    "has_limit",
-    "has_aggregation",
-    "distinct",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class FeatureWeights:
@@ -67,6 +47,10 @@ class FeatureWeights:
 
     def as_dict(self) -> dict[str, float]:
         return {name: float(getattr(self, name)) for name in FEATURES}
+
+
+#: The profile features that carry a weight in s_local, in reporting order (the fields' order).
+FEATURES: tuple[str, ...] = tuple(item.name for item in fields(FeatureWeights))
 
 
 DEFAULT_NEUTRAL_MESSAGE = (

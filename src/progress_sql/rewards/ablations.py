@@ -2,17 +2,6 @@
 
 Each arm changes a base configuration (the defaults unless given), so the same arm can be applied to
 tuned weights. A later ``progress-sql ablate`` refers to arms by these names.
-
->>> sorted(ABLATIONS)
-['no-align', 'no-exec', 'no-format', 'no-late', 'paper-formula', 'progressive']
->>> get_ablation("no-late").apply().gamma
-1.0
->>> sorted(get_ablation("no-exec").apply().disabled)
-['exec']
->>> get_ablation("w/o exec")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-progress_sql.errors.ConfigError: unknown reward ablation 'w/o exec'; choose one of no-align, no-exec, no-format, ...
 """
 
 from __future__ import annotations

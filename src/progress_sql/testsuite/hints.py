@@ -7,7 +7,7 @@ declared foreign key. Double-quoted literals are read through the ODT's normaliz
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
@@ -55,6 +55,15 @@ def _column_tables(column: exp.Column, aliases: Mapping[str, str], profile: Data
     return [key for key, info in profile.tables.items() if info.column(name)]
 
 
+def _parsed(golds: Iterable[str], profile: DatabaseProfile) -> Iterator[tuple[exp.Expr, dict[str, str]]]:
+    """Each gold that parses, with its table aliases (alias or name -> table name, lower case)."""
+    schema = Schema.from_profile(profile)
+    for sql in golds:
+        tree = parse_for_odt(sql, schema)
+        if isinstance(tree, exp.Expr):
+            yield tree, {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+
+
 def _comparisons(tree: exp.Expr) -> Iterable[tuple[exp.Column, Sequence[SQLValue], bool]]:
     """(column, constants, is a LIKE pattern) for every column compared with literals."""
     for node in tree.walk():
@@ -77,13 +86,8 @@ def _comparisons(tree: exp.Expr) -> Iterable[tuple[exp.Column, Sequence[SQLValue
 def gold_constants(golds: Iterable[str], profile: DatabaseProfile) -> dict[ColumnKey, tuple[SQLValue, ...]]:
     """The constants the gold queries compare columns with, per (table, column) where the fuzzer
     generates that column's values (the root of its foreign-key chain), in first-seen order."""
-    schema = Schema.from_profile(profile)
     found: dict[ColumnKey, dict[SQLValue, None]] = {}
-    for sql in golds:
-        tree = parse_for_odt(sql, schema)
-        if not isinstance(tree, exp.Expr):
-            continue
-        aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    for tree, aliases in _parsed(golds, profile):
         for column, values, like in _comparisons(tree):
             for table in _column_tables(column, aliases, profile):
                 info = profile.table(table)
@@ -105,14 +109,9 @@ def join_links(golds: Iterable[str], profile: DatabaseProfile) -> dict[str, tupl
     table: the fuzzer draws the child column from the parent's rows so that such joins find rows.
     The parent is the side that is a single-column key (or, when both or neither are, the table
     filled first). Links already declared are left out; these are never checked as constraints."""
-    schema = Schema.from_profile(profile)
     order = {t.name.lower(): i for i, t in enumerate(table_order(profile))}
     found: dict[str, dict[ForeignKey, None]] = {}
-    for sql in golds:
-        tree = parse_for_odt(sql, schema)
-        if not isinstance(tree, exp.Expr):
-            continue
-        aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    for tree, aliases in _parsed(golds, profile):
         for node in tree.find_all(exp.EQ):
             left, right = node.this, node.expression
             if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):

@@ -2,17 +2,6 @@
 
 Model SQL runs in the isolated execution pool of a :class:`~progress_sql.execution.gold.GoldStore`,
 which also keeps the gold results.
-
->>> from progress_sql.data.embedded import real_questions
->>> examples = real_questions()[:2]
->>> texts = [f"<think></think><sql>{e.gold_sql}</sql>" for e in examples[:1]] + ["no sql"]
->>> report = execution_accuracy(examples, texts)
->>> report
-Accuracy(n=2, correct=1)
->>> report.matches
-(True, False)
->>> report.ex, round(report.standard_error, 4), report.as_dict()
-(0.5, 0.3536, {'n': 2, 'correct': 1, 'ex': 0.5, 'se': 0.353553})
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The supervised warm start: examples (single- and two-turn), their token labels, and the loop.
 
-Multi-turn RL needs multi-turn SFT: a model that never saw a feedback segment answers turn 2 out of
-distribution (2-turn EX about 0% in the feasibility prototype). So a share of the examples are
-two-turn: a wrong first answer, the environment's ODT feedback on it (tag codes, in the compact
-format), then the gold answer. Only the final answer carries loss; the prompt, the wrong answer
-and the feedback are context (labels -100), so the model never learns to write wrong SQL.
-
-Tokenization follows the rollout's boundaries: the prompt, each answer and each feedback segment
-are tokenized separately, and ``eos`` follows every answer, exactly as the RL rollout concatenates
-generated and environment tokens.
+Multi-turn RL needs multi-turn SFT (a model that never saw feedback answers turn 2 out of
+distribution), so a share of the examples are a wrong first answer, its ODT feedback, then the gold;
+only the final answer carries loss, and segments are tokenized as the rollout concatenates them.
+Why and how: docs/architecture.md#the-supervised-warm-start-trainingsftpy.
 
 >>> from progress_sql.data.embedded import real_questions
 >>> from progress_sql.prompts import CompactFormat
@@ -200,16 +195,9 @@ def sft_examples(
     seed: int = 0,
     two_turn_share: float = 0.5,
 ) -> list[SftExample]:
-    """One SFT example per input example; about ``two_turn_share`` of them two-turn.
-
-    The feasibility prototype made 40% of the two-turn first answers the gold itself and 60%
-    corrupted. We use corrupted first answers only: after a gold first answer the environment
-    stops (the result matches), so such a sequence can never occur in a rollout, and training on it
-    teaches the model to "repair" SQL that was right. What the gold-first examples gave the
-    prototype, learning that a correct first answer is the goal, the single-turn examples (the
-    other ``1 - two_turn_share``) already teach, with the loss on that very answer. An example for
-    which no corruption yields a mismatching result (rare) stays single-turn.
-    """
+    """One SFT example per input example; about ``two_turn_share`` of them two-turn, their first
+    answer a corrupted gold (never the gold: a rollout stops after a matching answer), and single-turn
+    when no corruption mismatches (rare); why: docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
     rng = random.Random(seed)
     result: list[SftExample] = []
     with sft_store() as store:
@@ -338,24 +326,11 @@ def run_sft(
     threads: int | None = 1,
     progress: Callable[[SftStep], None] | None = None,
 ) -> SftReport:
-    """Train ``model`` on ``examples`` with AdamW, linear warm-up then a constant ``lr``, for
-    ``max_steps`` optimizer steps: the budget is in steps, so a seed gives the same model on any
-    machine. The default, 600 steps, is the embedded default run's warm start (held-out template EX
-    about 60%, room for RL; docs/benchmarks.md). ``max_seconds`` (off by default) stops earlier on a
-    wall clock, for benchmarks that measure what a time budget buys (``bench/sft_default.py``: about
-    2,000 steps in 240 s on one core, held-out template EX 87% / 93%); a run stopped by it depends on
-    the machine's speed.
-
-    The last ``cooldown`` share of the budget (steps or seconds, whichever runs out first) decays
-    the learning rate linearly to zero (0 keeps it constant to the end). At a constant 2e-3 the
-    tiny model's loss spikes now and then, and a run that stops on a spike keeps weights that are
-    many points worse than those a few steps earlier (measured: held-out EX 67% at the end against
-    75% a minute before, seed 1); the cool-down lands the run in a quiet minimum.
-
-    Batches are right-padded and drawn by length within pools of 16 batches (less padding);
-    sequences longer than ``max_length`` tokens are skipped. ``threads`` sets torch's thread count
-    (1 by default: on a busy 2-core machine more threads are many times slower). The model is left
-    in eval mode."""
+    """Train ``model`` on ``examples`` with AdamW: linear warm-up, a constant ``lr``, then a linear
+    decay to zero over the last ``cooldown`` share of the budget; ``max_steps`` optimizer steps (a
+    step budget: a seed gives the same model on any machine), or fewer when ``max_seconds`` runs out.
+    Sequences longer than ``max_length`` tokens are skipped; the model is left in eval mode. Why the
+    defaults: docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
     if max_steps is None and max_seconds is None:
         raise ValueError("run_sft needs max_steps or max_seconds")
     if not examples:

@@ -1,26 +1,7 @@
-"""A byte-level BPE tokenizer trained locally on the run's own text (no download).
-
-Pre-tokenization keeps an identifier whole (``\\s?[A-Za-z_][A-Za-z0-9_]*``: ``singer_id``, ``T1``,
-``pets_1``) where the usual byte-level split cuts at every underscore and digit, so BPE can give a
-column name one token: answers get about a third shorter (a three-table join from 74 to 48 tokens,
-which then fits the RL phase's 48-token turns) and the model cannot stitch a wrong name together
-from pieces (``city_ LName``, seen in the feasibility prototype).
-
-Special tokens ``<pad>``, ``<eos>``, ``<bos>``, ``<unk>`` (pad is not eos, so padding never masks
-the end of an answer) and the answer format's tags ``<think>``, ``</think>``, ``<sql>``, ``</sql>``
-as single added tokens. The corpus always includes the compact format's framing and every ODT tag
-code, so feedback segments tokenize into few, known pieces. Left padding, for batched generation.
-
-Reload a saved tokenizer with ``transformers.PreTrainedTokenizerFast.from_pretrained`` (or
-:func:`progress_sql.backends.hf.load_tokenizer`), not ``AutoTokenizer``: next to a Qwen2
-``config.json``, ``AutoTokenizer`` builds Qwen2's tokenizer class from the vocabulary and merges
-and silently replaces this pre-tokenizer with Qwen2's (different token ids for the same text).
-
->>> tokenizer = train_tokenizer(["SELECT count(*) FROM singer", "How many singers are there?"], vocab_size=400)
->>> tokenizer.pad_token_id != tokenizer.eos_token_id
-True
->>> len(tokenizer("<sql>").input_ids)
-1
+"""A byte-level BPE tokenizer trained locally on the run's own text (no download), identifiers kept
+whole, the answer tags and ODT codes as single known pieces. Reload it with
+``PreTrainedTokenizerFast.from_pretrained`` (:func:`progress_sql.backends.hf.load_tokenizer`), never
+``AutoTokenizer`` (it swaps the pre-tokenizer): docs/architecture.md#the-tokenizer-trainingtokenizerpy.
 """
 
 from __future__ import annotations

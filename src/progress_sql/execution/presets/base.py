@@ -8,7 +8,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from progress_sql.types import ExecResult, Verdict
+from progress_sql.types import ExecResult, Row, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +17,30 @@ class Equality:
 
     equal: bool
     reason: str
+
+
+def shape_difference(gold: Sequence[Row], pred: Sequence[Row]) -> Equality | None:
+    """The verdict when the two row lists are both empty or differ in row or column count; None
+    when the rows themselves must be compared (then both are non-empty and equally wide)."""
+    if not gold and not pred:
+        return Equality(True, "both results empty")
+    if len(gold) != len(pred):
+        return Equality(False, f"row count differs (gold {len(gold)}, prediction {len(pred)})")
+    if len(pred[0]) != len(gold[0]):
+        return Equality(False, f"column count differs (gold {len(gold[0])}, prediction {len(pred[0])})")
+    return None
+
+
+class RunsAsWritten:
+    """Base of the presets that run the gold and the prediction as written (no rewrite, no auxiliary query)."""
+
+    __slots__ = ()
+
+    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
+        return (gold_sql,)
+
+    def prepare_pred(self, pred_sql: str) -> str:
+        return pred_sql
 
 
 class Preset(Protocol):

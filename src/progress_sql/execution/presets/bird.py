@@ -9,21 +9,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.presets.base import Equality, RunsAsWritten
 from progress_sql.types import ExecResult
 
 
 @dataclass(frozen=True, slots=True)
-class BirdPreset:
+class BirdPreset(RunsAsWritten):
     @property
     def name(self) -> str:
         return "bird"
-
-    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
-        return (gold_sql,)
-
-    def prepare_pred(self, pred_sql: str) -> str:
-        return pred_sql
 
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         if set(pred.rows) == set(gold[0].rows):

@@ -12,7 +12,7 @@ from itertools import permutations, product
 from math import factorial, prod
 from typing import Any
 
-from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.presets.base import Equality, shape_difference
 from progress_sql.execution.presets.columns import assignments
 from progress_sql.execution.sqltext import (
     first_statement,
@@ -127,13 +127,10 @@ def _unorder_row(row: Row) -> Row:
 
 def result_eq(gold: list[Row], pred: list[Row], ordered: bool) -> Equality:
     """Upstream's ``result_eq`` (gold first), with a deterministic permutation search."""
-    if not gold and not pred:
-        return Equality(True, "both results empty")
-    if len(gold) != len(pred):
-        return Equality(False, f"row count differs (gold {len(gold)}, prediction {len(pred)})")
+    difference = shape_difference(gold, pred)
+    if difference is not None:
+        return difference
     width = len(gold[0])
-    if len(pred[0]) != width:
-        return Equality(False, f"column count differs (gold {width}, prediction {len(pred[0])})")
     gold_unordered = [_unorder_row(r) for r in gold]
     pred_unordered = [_unorder_row(r) for r in pred]
     if ordered and gold_unordered != pred_unordered:

@@ -7,25 +7,19 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.presets.base import Equality, RunsAsWritten
 from progress_sql.execution.sqltext import has_word_sequence
 from progress_sql.types import ExecResult, SQLValue
 
 
 @dataclass(frozen=True, slots=True)
-class Spider2Preset:
+class Spider2Preset(RunsAsWritten):
     tolerance: float = 0.01
     ignore_order: bool | None = None
 
     @property
     def name(self) -> str:
         return "spider2"
-
-    def gold_queries(self, gold_sql: str) -> tuple[str, ...]:
-        return (gold_sql,)
-
-    def prepare_pred(self, pred_sql: str) -> str:
-        return pred_sql
 
     def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
         return None  # containment with a tolerance is neither symmetric nor transitive: vote with ``equal``

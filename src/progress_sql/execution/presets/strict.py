@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from progress_sql.execution.presets.base import Equality
+from progress_sql.execution.presets.base import Equality, RunsAsWritten, shape_difference
 from progress_sql.execution.presets.columns import assignments
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import ExecResult, Row, SQLValue
@@ -76,7 +76,7 @@ def _extended_select(tree: exp.Select, order: exp.Order) -> exp.Select | None:
 
 
 @dataclass(frozen=True, slots=True)
-class StrictPreset:
+class StrictPreset(RunsAsWritten):
     rel_tol: float = 1e-6
     abs_tol: float = 1e-9
     tie_aware: bool = True
@@ -91,22 +91,16 @@ class StrictPreset:
             return (gold_sql, info.extended_sql)
         return (gold_sql,)
 
-    def prepare_pred(self, pred_sql: str) -> str:
-        return pred_sql
-
     def vote_key(self, gold_sql: str, result: ExecResult) -> Hashable | None:
         return None  # tolerance-based equality is not transitive: voting compares with ``equal``
 
     def equal(self, gold_sql: str, gold: Sequence[ExecResult], pred: ExecResult) -> Equality:
         info = order_info(gold_sql)
         gold_rows, pred_rows = list(gold[0].rows), list(pred.rows)
-        if not gold_rows and not pred_rows:
-            return Equality(True, "both results empty")
-        if len(gold_rows) != len(pred_rows):
-            return Equality(False, f"row count differs (gold {len(gold_rows)}, prediction {len(pred_rows)})")
+        difference = shape_difference(gold_rows, pred_rows)
+        if difference is not None:
+            return difference
         width = len(gold_rows[0])
-        if len(pred_rows[0]) != width:
-            return Equality(False, f"column count differs (gold {width}, prediction {len(pred_rows[0])})")
         groups = None
         if info.ordered and len(gold) > 1:
             groups = self._tie_groups(gold_rows, gold[1], width, info.key_count)

@@ -1,12 +1,7 @@
 """The eleven question families, one table entry each: the SQL and paraphrase templates of its
-shapes, and a binder that walks a database and fills them.
-
-A shape's templates are ``str.format`` strings over a binding's fields: per table role ``t`` the SQL
-name ``{t}``, ``{t_name}``, ``{t_plural}`` and ``{t_singular}``; per column role ``c`` the SQL
-name ``{c}``, ``{c_name}`` and ``{c_words}``; per value ``{v}`` (SQL literal) and ``{v_spoken}``; plus
-the few words a family varies (an aggregate, a comparison, a direction). ``combo`` templates give a
-draft's combination (table, columns...): what a ``heldout_new_combo`` item has never been seen with.
-Binders yield (shape, fields) in a fixed order; that order numbers the generated pairs.
+shapes (``str.format`` strings over a binding's fields), and a binder that walks a database and fills
+them; binders yield in a fixed order, which numbers the generated pairs. The fields:
+docs/architecture.md#the-template-dataset-trainingtemplates.
 """
 
 from __future__ import annotations
