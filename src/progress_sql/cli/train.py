@@ -72,27 +72,15 @@ def train_command(
     if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
         warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
         algorithm = legacy_preset
+    # training.rl still calls the algorithm its "preset"
+    rl = default_rl_settings(
+        model, preset=algorithm, reward=reward, turns=turns, steps=steps, learning_rate=lr,
+        temperature=temperature, seed=seed, vllm_mode=vllm,
+    )  # fmt: skip
     config = TrainConfig(
-        out=out,
-        model=model,
-        # training.rl still calls the algorithm its "preset"
-        rl=default_rl_settings(
-            model,
-            preset=algorithm,
-            reward=reward,
-            turns=turns,
-            steps=steps,
-            learning_rate=lr,
-            temperature=temperature,
-            seed=seed,
-            vllm_mode=vllm,
-        ),
-        compare_reward=compare_reward,
-        sft_steps=sft_steps,
-        seed=seed,
-        threads=threads,
-        data_filter=data_filter,
-    )
+        out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
+        threads=threads, data_filter=data_filter,
+    )  # fmt: skip
     if not config.embedded and task is None:
         fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
     with progress_bar("{task.description}", console=stderr) as progress:
