@@ -125,11 +125,12 @@ class AblateConfig:
     @classmethod
     def quick(cls, out: Path, **overrides: Any) -> AblateConfig:
         """The reduced version the tests run: a tiny warm start, a few RL steps, small held-out sets."""
+        # 250 warm-start steps: the smallest budget measured to give first- and second-turn successes in RL
         rl = RLSettings(
-            steps=2, prompts_per_step=2, generations=2, max_new_tokens=16, save_steps=1, learning_rate=2e-4,
+            steps=3, prompts_per_step=4, generations=4, max_new_tokens=16, save_steps=1, learning_rate=2e-4,
             temperature=0.5,
         )  # fmt: skip
-        settings: dict[str, Any] = {"rl": rl, "sft_steps": 40, "rl_prompts": 16, "heldout_size": 8,
+        settings: dict[str, Any] = {"rl": rl, "sft_steps": 250, "rl_prompts": 16, "heldout_size": 8,
                                     "heldout_rl_size": 8}  # fmt: skip
         return cls(out=out, **(settings | overrides))
 
@@ -293,9 +294,13 @@ def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measu
     late_keys = sorted({k for m in metrics for k in m if k.startswith("trajectory/late_at_first_correct/")})
     progressive = settings.env_config().progressive
     components = list(component_names(settings.reward))
+    # run_rl sets the group size and temperature itself: the preset's own values would mislead here
+    trainer = {
+        k: v for k, v in trainer_preset(settings.preset).settings.items() if k not in ("num_generations", "temperature")
+    }
     recorded: dict[str, Any] = {
         "reward": settings.reward, "turns": settings.turns, "algorithm": settings.preset,
-        "trainer": dict(trainer_preset(settings.preset).settings), "steps": settings.steps,
+        "trainer": trainer, "steps": settings.steps,
         "prompts_per_step": settings.prompts_per_step, "generations": settings.generations,
         "learning_rate": settings.learning_rate, "temperature": settings.temperature, "seed": settings.seed,
         "progressive": {"gamma": progressive.gamma, "disabled": sorted(progressive.disabled),
