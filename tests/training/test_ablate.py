@@ -61,10 +61,12 @@ def test_quick_ablate_writes_one_row_per_arm(quick_run: tuple[Path, Any]) -> Non
     }  # fmt: skip
     for row in rows:
         assert set(row) == expected
-        assert row["seeds"] == 1 and row["n"] == 24  # three held-out template sets of 8
+        assert row["seeds"] == 1
+        assert row["n"] == 24
         assert 0.0 <= row["ex"] <= 1.0
         assert (row["diff_vs_progressive"] is None) == (row["arm"] == "progressive")
-    assert set(data["warm_start"]) == {"0"} and data["warm_start"]["0"]["n"] == 24
+    assert set(data["warm_start"]) == {"0"}
+    assert data["warm_start"]["0"]["n"] == 24
     assert data["resumed"] == []
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [(r["arm"], r["seed"]) for r in records] == [(arm, 0) for arm in DEFAULT_ARMS]
@@ -100,7 +102,9 @@ def test_each_arm_ran_with_its_settings(quick_run: tuple[Path, Any]) -> None:
     # gamma = 1: first-turn and second-turn successes earn the same R_late; with the decay they do not
     assert runs["no-late"].settings["progressive"]["gamma"] == 1.0
     late = runs["no-late"].late_at_first_correct
-    assert "1" in late and "2" in late, late  # the quick warm start succeeds at both turns during RL
+    # the quick warm start succeeds at both turns during RL
+    assert "1" in late, late
+    assert "2" in late, late
     assert set(late["1"]) == set(late["2"]) == {2.0}
     assert set(runs["progressive"].late_at_first_correct.get("2", [1.0])) == {1.0}
     # the switched-off components read 0 on every step
@@ -181,4 +185,5 @@ def test_table_pairs_arms_with_the_warm_start_and_progressive() -> None:
     assert rows["progressive"].change_vs_warm == pytest.approx(0.625)
     assert rows["progressive"].se_seeds == pytest.approx(0.125)
     assert rows["no-exec"].diff_vs_progressive == pytest.approx(-0.375)
-    assert rows["no-exec"].seeds == 2 and rows["no-exec"].n == 8
+    assert rows["no-exec"].seeds == 2
+    assert rows["no-exec"].n == 8

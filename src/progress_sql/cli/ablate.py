@@ -29,7 +29,7 @@ def ablate_command(
         help="Comma-separated arms (default: all): progressive, one-shot, single-turn, no-late, "
         "no-align, no-exec, gspo.",
     ),
-    steps: int | None = typer.Option(None, "--steps", help="RL steps per arm (default 300; --quick 2)."),
+    steps: int | None = typer.Option(None, "--steps", help="RL steps per arm (default 300; --quick 3)."),
     quick: bool = typer.Option(False, "--quick", help="A reduced run for tests: tiny warm start, few steps."),
     threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core); arms run one at a time."),
     as_json: bool = json_option(),
@@ -45,7 +45,7 @@ def ablate_command(
         summary,
     )
 
-    chosen = arm_names(arms) if arms.strip() else DEFAULT_ARMS
+    chosen = arm_names(arms) if arms else DEFAULT_ARMS
     config = (
         AblateConfig.quick(out, seeds=seeds, arms=chosen, threads=threads)
         if quick
