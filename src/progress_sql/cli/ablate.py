@@ -23,8 +23,8 @@ from progress_sql.runfolder import RunSummary
 def ablate_command(
     out: Path = out_dir_option(Path("runs/ablate"), also="ablation.png, seed-<s>/; a rerun with it resumes"),
     seeds: int = typer.Option(1, "--seeds", help="Seeds 0 .. N-1, each with its own warm start and data split."),
-    arms: str = typer.Option(
-        "",
+    arms: str | None = typer.Option(
+        None,
         "--arms",
         help="Comma-separated arms (default: all): progressive, one-shot, single-turn, no-late, "
         "no-align, no-exec, gspo.",
