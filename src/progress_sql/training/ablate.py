@@ -287,10 +287,17 @@ def _series(metrics: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     return [float(m[key]) for m in metrics if key in m]
 
 
-def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measured) -> ArmRun:
+def _step_logs(path: Path) -> list[dict[str, Any]]:
+    """The arm's ``metrics.jsonl``, one row per step (an arm resumed mid-RL logged its first steps in
+    the interrupted run: the file has them all; a step logged twice keeps its last row)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return sorted({int(row["step"]): row for row in rows}.values(), key=lambda row: int(row["step"]))
+
+
+def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measured, folder: Path) -> ArmRun:
     from progress_sql.integrations.trl import component_names, trainer_preset
 
-    metrics = rl.metrics
+    metrics = _step_logs(folder / "rl" / "metrics.jsonl")
     late_keys = sorted({k for m in metrics for k in m if k.startswith("trajectory/late_at_first_correct/")})
     progressive = settings.env_config().progressive
     components = list(component_names(settings.reward))
@@ -376,7 +383,7 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
             measured = Measured.of(measure_sets(policy, tokenizer, fmt, sets, config.rl.turns), config.rl.turns)
             policy.save_pretrained(folder / "final")
             tokenizer.save_pretrained(folder / "final")
-            run = _arm_run(arm, seed, settings, rl, measured)
+            run = _arm_run(arm, seed, settings, rl, measured, folder)
             _write_json(folder / "result.json", run)
             # the trainer's checkpoints only serve an interrupted arm; a finished one keeps final/
             shutil.rmtree(folder / "rl" / "checkpoints", ignore_errors=True)
