@@ -441,18 +441,20 @@ def _pct(value: float | None) -> str:
 
 def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> str:
     """report.md (and ``ablation.png`` when matplotlib is there)."""
-    from progress_sql.plots import PlottingUnavailableError, accuracy_bars
+    from progress_sql.plots import PlottingUnavailableError, labelled_bars
 
     rows = result.rows()
     plot = ""
     try:
-        bars: dict[str, tuple[float, float, int]] = {}
+        baseline = None
         if result.warm:
             warm = [m.accuracy for m in result.warm.values()]
-            ex, se, _, _ = _mean_se([a.ex for a in warm], [a.standard_error for a in warm])
-            bars["warm start"] = (ex, se, sum(a.n for a in warm))
-        bars |= {row.arm: (row.ex, row.se, row.n) for row in rows}
-        accuracy_bars({"pooled held-out template sets": bars}, out / "ablation.png", "held-out EX by arm (greedy)")
+            baseline = ("warm start", statistics.fmean(a.ex for a in warm))
+        n = rows[0].n if rows else 0
+        labelled_bars(
+            [(row.arm, row.ex, row.se) for row in rows], out / "ablation.png",
+            f"held-out EX by arm (greedy, single turn; pooled template sets, n = {n})", baseline=baseline,
+        )  # fmt: skip
         plot = "![ablation](ablation.png)"
     except PlottingUnavailableError as error:
         plot = f"(no plot: {error})"
