@@ -155,3 +155,26 @@ def audit_counts_plot(counts: Sequence[tuple[str, int]], path: Path, title: str)
     axis.set_xlim(0, max([*values, 1]) * 1.15)
     axis.set_title(title, fontsize=10)
     return _finish(plt, figure, path)
+
+
+def labelled_bars(
+    bars: Sequence[tuple[str, float, float]], path: Path, title: str, *, baseline: tuple[str, float] | None = None
+) -> Path:
+    """Horizontal bars with error bars, one per ``(label, accuracy, standard error)`` (percent shown),
+    and an optional dashed ``(label, accuracy)`` reference line (a warm start, a baseline)."""
+    plt = _pyplot()
+    labels = [label for label, _, _ in bars][::-1]
+    values = [100 * value for _, value, _ in bars][::-1]
+    errors = [100 * se for _, _, se in bars][::-1]
+    figure, axis = plt.subplots(figsize=(6.5, 0.42 * len(bars) + 1.4), dpi=110)
+    drawn = axis.barh(labels, values, xerr=errors, capsize=3, color="#2a6f97")
+    axis.bar_label(drawn, fmt="%.1f", padding=4, fontsize=8)
+    if baseline is not None:
+        axis.axvline(100 * baseline[1], color="#a4a4a4", linestyle="--", linewidth=1.2)
+        axis.text(100 * baseline[1], len(bars) - 0.4, f" {baseline[0]} {100 * baseline[1]:.1f}", fontsize=8,
+                  color="#555555")  # fmt: skip
+    axis.set_xlabel("execution accuracy (%)")
+    axis.set_xlim(0, min(110.0, max([*values, 1.0]) * 1.25))
+    axis.set_title(title, fontsize=10)
+    axis.spines[["top", "right"]].set_visible(False)
+    return _finish(plt, figure, path)

@@ -64,6 +64,10 @@ def _train(music_dir: Path, out: Path) -> list[str]:
     return ["train", "--out", str(out), "--steps", "1"]
 
 
+def _ablate(music_dir: Path, out: Path) -> list[str]:
+    return ["ablate", "--out", str(out), "--arms", "progressive,no-late"]
+
+
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "eval": _eval,
     "rollout": _rollout,
@@ -72,6 +76,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "export": _export,
     "reward-bound": _reward_bound,
     "train": _train,
+    "ablate": _ablate,
 }
 
 
@@ -111,10 +116,34 @@ def test_the_list_covers_every_command_with_out() -> None:
     assert with_out == set(COMMANDS)
 
 
+@pytest.fixture
+def fake_ablation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ablate`` without the training: two finished arms on one seed (tests/training/test_ablate.py
+    runs the real loop)."""
+    pytest.importorskip("matplotlib", reason="the ablation report draws a plot")
+    from progress_sql.training import ablate
+
+    def run_ablate(config: ablate.AblateConfig, phase: Any) -> ablate.AblateResult:
+        config.out.mkdir(parents=True, exist_ok=True)
+
+        def run(arm: str, matches: tuple[bool, ...]) -> ablate.ArmRun:
+            measured = ablate.Measured(matches, matches, 2, {})
+            return ablate.ArmRun(arm, 0, {"reward": "progressive"}, 2, 0.1, measured, {"late": [1.0, 2.0]}, [2.0, 1.5],
+                                 [0.5, 0.0], {"1": [2.0]})  # fmt: skip
+
+        warm = ablate.Measured((False, True, False, True), (False, True, True, True), 2, {})
+        runs = [run("progressive", (True, True, False, True)), run("no-late", (False, True, False, True))]
+        return ablate.AblateResult(config, warm={0: warm}, runs=runs, seconds=0.2)
+
+    monkeypatch.setattr(ablate, "run_ablate", run_ablate)
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_out_command_writes_a_run_folder(name: str, music_dir: Path, tmp_path: Path, request: Any) -> None:
     if name == "train":
         request.getfixturevalue("fake_training")
+    if name == "ablate":
+        request.getfixturevalue("fake_ablation")
     out = tmp_path / "run"
     result = runner.invoke(app, COMMANDS[name](music_dir, out))
     assert result.exit_code == 0, result.output

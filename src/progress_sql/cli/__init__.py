@@ -11,6 +11,7 @@ import typer
 from progress_sql import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "ablate",
     "audit",
     "build-suite",
     "compare-runs",

@@ -246,21 +246,30 @@ def measure_sets(
     return {name: measure(model, tokenizer, fmt, examples, turns=turns) for name, examples in sets.items()}
 
 
-def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
-    """The CPU default: data, tokenizer, tiny model, SFT, EX, RL, EX, guard (see the module docstring)."""
-    from progress_sql.data.embedded import embedded_databases
-    from progress_sql.training.model import build_model
-    from progress_sql.training.sft import run_sft, sft_examples
-    from progress_sql.training.templates import build_dataset
-    from progress_sql.training.tokenizer import train_tokenizer
+@dataclass(frozen=True, slots=True)
+class EmbeddedData:
+    """The embedded default's data for one seed: the template dataset, the RL pool and the held-out sets
+    (the template sets, the RL pool's own held-out set, and ``real_test``)."""
 
-    configure_threads(config.threads)
-    started = time.perf_counter()
-    out = config.out
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
-    result = RunResult(config)
-    fmt = CompactFormat()
+    data: TemplateDataset
+    pool: RLPool
+    held_out: dict[str, list[Example]]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        sizes = {
+            "train": len(self.data.train),
+            "real_train": len(self.data.real_train),
+            "rl_pool": len(self.pool.prompts),
+        }
+        return sizes | {name: len(examples) for name, examples in self.held_out.items()}
+
+
+def embedded_data(config: TrainConfig) -> EmbeddedData:
+    """Data phase of the embedded default (deterministic for ``config.seed``)."""
+    from progress_sql.data.embedded import embedded_databases
+    from progress_sql.training.templates import build_dataset
+
     databases = embedded_databases()
     data = build_dataset(databases, seed=config.seed, heldout_size=config.heldout_size)
     pool = rl_pool(data, databases, config.seed, config.heldout_rl_size)
@@ -270,28 +279,61 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
         "heldout_rl_kind": list(pool.heldout),
         "real_test": data.real_test,
     }
-    result.data_sizes = {"train": len(data.train), "real_train": len(data.real_train), "rl_pool": len(pool.prompts)} | {
-        name: len(examples) for name, examples in held_out.items()
-    }
+    return EmbeddedData(data, pool, held_out)
 
-    sft_dir = out / "checkpoints" / "sft"
+
+def sft_checkpoint(out: Path) -> Path:
+    """Where a run folder keeps its supervised checkpoint."""
+    return out / "checkpoints" / "sft"
+
+
+def warm_start(config: TrainConfig, data: TemplateDataset, phase: Phase) -> tuple[Any, Any, dict[str, Any]]:
+    """The supervised warm start of the embedded default: ``(model, tokenizer, sft figures)``, read back
+    from ``config.out``'s checkpoint when it is there (figures with ``resumed``), else trained and saved."""
+    from progress_sql.training.model import build_model
+    from progress_sql.training.sft import run_sft, sft_examples
+    from progress_sql.training.tokenizer import train_tokenizer
+
+    fmt = CompactFormat()
+    sft_dir = sft_checkpoint(config.out)
     if (sft_dir / "config.json").is_file():
-        model, tokenizer = _load(sft_dir)
-        result.sft = json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
-    else:
-        texts = [f"{fmt.prompt(e.db_id, e.question)}{fmt.answer(e.gold_sql)}" for e in [*data.train, *data.real_train]]
-        tokenizer = train_tokenizer(texts)
-        model = build_model(tokenizer, size=config.model, seed=config.seed)
-        examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
-        advance = phase("supervised warm start (steps)", config.sft_steps)
-        report = run_sft(
-            model, tokenizer, examples, max_steps=config.sft_steps, max_seconds=None, seed=config.seed,
-            progress=lambda _step: advance(1),
-        )  # fmt: skip
-        result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
-        model.save_pretrained(sft_dir)
-        tokenizer.save_pretrained(sft_dir)
-        (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
+        model, tokenizer = load_checkpoint(sft_dir)
+        return model, tokenizer, json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
+    texts = [f"{fmt.prompt(e.db_id, e.question)}{fmt.answer(e.gold_sql)}" for e in [*data.train, *data.real_train]]
+    tokenizer = train_tokenizer(texts)
+    model = build_model(tokenizer, size=config.model, seed=config.seed)
+    examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
+    advance = phase("supervised warm start (steps)", config.sft_steps)
+    report = run_sft(
+        model, tokenizer, examples, max_steps=config.sft_steps, max_seconds=None, seed=config.seed,
+        progress=lambda _step: advance(1),
+    )  # fmt: skip
+    sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
+    model.save_pretrained(sft_dir)
+    tokenizer.save_pretrained(sft_dir)
+    (sft_dir / "sft.json").write_text(json.dumps(sft) + "\n", encoding="utf-8")
+    return model, tokenizer, sft
+
+
+def write_config(config: Any, out: Path) -> None:
+    """``<out>/config.json``: every setting of a run (a dataclass)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
+
+
+def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
+    """The CPU default: data, tokenizer, tiny model, SFT, EX, RL, EX, guard (see the module docstring)."""
+    configure_threads(config.threads)
+    started = time.perf_counter()
+    out = config.out
+    write_config(config, out)
+    result = RunResult(config)
+    fmt = CompactFormat()
+    embedded = embedded_data(config)
+    pool, held_out = embedded.pool, embedded.held_out
+    result.data_sizes = embedded.sizes
+    sft_dir = sft_checkpoint(out)
+    model, tokenizer, result.sft = warm_start(config, embedded.data, phase)
 
     advance = phase("EX before RL", 1)
     result.before_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)
@@ -305,12 +347,12 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
     with ExecutionPool(workers=1) as execution:
         runs = [(config.rl.reward, out / "rl", model)]
         if config.compare_reward is not None:
-            runs.append((config.compare_reward, out / f"rl-{config.compare_reward}", _load(sft_dir)[0]))
+            runs.append((config.compare_reward, out / f"rl-{config.compare_reward}", load_checkpoint(sft_dir)[0]))
         for reward, folder, policy in runs:
             advance = phase(f"RL ({config.rl.preset}, reward {reward})", config.rl.steps)
             settings = replace(config.rl, reward=reward)
             result.rl[reward] = run_rl(
-                policy, tokenizer, fmt, prompts, settings, folder, execution, on_step=_advancer(advance)
+                policy, tokenizer, fmt, prompts, settings, folder, execution, on_step=advancer(advance)
             )
             policy.save_pretrained(folder / "final")
             tokenizer.save_pretrained(folder / "final")
@@ -332,7 +374,7 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
     return result
 
 
-def _advancer(advance: Callable[[int], None]) -> Callable[[int], None]:
+def advancer(advance: Callable[[int], None]) -> Callable[[int], None]:
     """A per-step callback bound to this phase's bar (not to a loop variable)."""
     return lambda _step: advance(1)
 
@@ -353,8 +395,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     held_out = {"heldout": examples[::10]}
     out = config.out
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(_jsonable(asdict(config)), indent=2) + "\n", encoding="utf-8")
+    write_config(config, out)
     candidates = [e for i, e in enumerate(examples) if i % 10]
     advance = phase(f"gold audit (filter {config.data_filter})", 1)
     train = filter_training_examples(candidates, config.data_filter, out)
@@ -438,7 +479,8 @@ def _guard(result: RunResult, sft_dir: Path, out: Path) -> str:
     return f"{figures}: the RL checkpoint is kept"
 
 
-def _load(folder: Path) -> tuple[Any, Any]:
+def load_checkpoint(folder: Path) -> tuple[Any, Any]:
+    """A saved tiny model and its tokenizer."""
     from transformers import AutoModelForCausalLM
 
     from progress_sql.backends.hf import load_tokenizer
@@ -451,4 +493,6 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
     return value

@@ -135,6 +135,20 @@ def group_statistics(
     return stats
 
 
+def late_by_first_correct_turn(components: Sequence[Mapping[str, float]], k_stars: Sequence[int]) -> dict[str, float]:
+    """The mean latency term R_late of the trajectories whose first correct turn is k, per k (a reward
+    without a ``late`` component logs nothing): what the decay gamma pays for a late success.
+
+    >>> late_by_first_correct_turn([{"late": 2.0}, {"late": 1.0}, {"late": 0.0}], [1, 2, 0])
+    {'trajectory/late_at_first_correct/1': 2.0, 'trajectory/late_at_first_correct/2': 1.0}
+    """
+    by_turn: dict[int, list[float]] = {}
+    for parts, k in zip(components, k_stars, strict=True):
+        if k and "late" in parts:
+            by_turn.setdefault(int(k), []).append(float(parts["late"]))
+    return {f"trajectory/late_at_first_correct/{k}": statistics.fmean(v) for k, v in sorted(by_turn.items())}
+
+
 class _TrajectoryStats:
     """Wraps the rollout function and keeps per-call trajectory statistics for the step logs."""
 
@@ -154,6 +168,7 @@ class _TrajectoryStats:
             "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
             "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
             **group_statistics(output["reward_components"], self.group_size),
+            **late_by_first_correct_turn(output["reward_components"], output["k_star"]),
         }
         return output
 

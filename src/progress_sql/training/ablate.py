@@ -1,0 +1,532 @@
+"""``progress-sql ablate``: the paper's Table 3 ablations from one shared warm start per seed.
+
+For each seed the embedded default's data and supervised checkpoint (:mod:`progress_sql.training.recipe`)
+are made once; every arm then starts RL from that checkpoint, on the same RL prompts, for the same
+number of optimizer steps, and is measured on the same held-out template prompts (pooled), so each
+arm's EX is paired with the warm start's and with the progressive arm's. Arms are a registry
+(:data:`ARMS`); reward arms come from :mod:`progress_sql.rewards.ablations`.
+
+Layout of ``out``: ``config.json``; ``seed-<s>/checkpoints/sft`` (the shared warm start),
+``seed-<s>/warm.json`` (its measurement); ``seed-<s>/arms/<arm>/`` with ``rl/metrics.jsonl``,
+``final/`` (the policy), ``result.json`` and, written last, the completion marker ``done``. A rerun
+with the same ``out`` reads a finished arm back and runs only the others. Keys: docs/training.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from progress_sql.errors import ConfigError
+from progress_sql.prompts import CompactFormat
+from progress_sql.registry import lookup
+from progress_sql.rewards.ablations import get_ablation
+from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement
+from progress_sql.training.recipe import EMBEDDED_RL, Phase, TrainConfig
+from progress_sql.training.rl import RLSettings
+from progress_sql.types import plain
+
+#: The file whose presence says an arm finished (written after everything else of the arm).
+DONE_MARKER = "done"
+#: The held-out sets the arms are compared on (pooled): the template sets, as in ``train``'s headline.
+HELDOUT_SETS = ("heldout_new_combo", "heldout_new_value", "heldout_rl_kind")
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """One row of the ablation table: how its RL settings differ from the base (the default run's).
+
+    ``reward_ablation`` names an arm of :data:`progress_sql.rewards.ablations.ABLATIONS` applied to the
+    base progressive configuration; ``turns`` and ``algorithm`` replace the base's when given.
+    """
+
+    name: str
+    label: str
+    description: str
+    reward: str = "progressive"
+    reward_ablation: str | None = None
+    turns: int | None = None
+    algorithm: str | None = None
+
+    def settings(self, base: RLSettings, progressive: ProgressiveConfig) -> RLSettings:
+        """``base`` changed as this arm says (validated: a constant reward raises ConfigError)."""
+        env = dict(base.env)
+        if self.reward_ablation is not None:
+            env["progressive"] = get_ablation(self.reward_ablation).apply(progressive)
+        else:
+            env["progressive"] = progressive
+        return replace(
+            base,
+            reward=self.reward,
+            turns=base.turns if self.turns is None else self.turns,
+            preset=base.preset if self.algorithm is None else self.algorithm,
+            env=env,
+        )
+
+
+ARMS: Mapping[str, Arm] = {
+    arm.name: arm
+    for arm in (
+        Arm("progressive", "Progress-SQL (full)", "multi-turn GRPO with the progressive reward (the default run)"),
+        Arm("one-shot", "single-turn baseline (one-shot reward)",
+            "the paper's single-turn baseline: T = 1 and the one-shot execution reward", reward="one-shot", turns=1),
+        Arm("single-turn", "w/o multi-turn (T = 1)", "the progressive reward with one turn", turns=1),
+        Arm("no-late", "w/o R_late (gamma = 1)", "no per-turn decay", reward_ablation="no-late"),
+        Arm("no-align", "w/o R_align", "alignment-progress term off", reward_ablation="no-align"),
+        Arm("no-exec", "w/o R_exec", "execution-status transition term off", reward_ablation="no-exec"),
+        Arm("gspo", "GSPO instead of GRPO", "the GSPO algorithm preset with the progressive reward",
+            algorithm="gspo"),
+    )
+}  # fmt: skip
+DEFAULT_ARMS: tuple[str, ...] = tuple(ARMS)
+
+
+def get_arm(name: str) -> Arm:
+    return lookup(ARMS, name, "ablation arm")
+
+
+@dataclass(frozen=True, slots=True)
+class AblateConfig:
+    """Everything an ablation depends on; written to ``<out>/config.json``. Seeds are 0 .. seeds - 1."""
+
+    out: Path = Path("runs/ablate")
+    seeds: int = 1
+    arms: tuple[str, ...] = DEFAULT_ARMS
+    rl: RLSettings = field(default_factory=lambda: RLSettings(**EMBEDDED_RL))
+    #: The base progressive reward the reward arms switch parts of off.
+    progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
+    sft_steps: int = 600
+    rl_prompts: int = 4000
+    heldout_size: int = 150
+    heldout_rl_size: int = 300
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise ConfigError(f"ablate needs seeds >= 1, got {self.seeds}")
+        if not self.arms:
+            raise ConfigError("ablate needs at least one arm")
+        duplicated = sorted({a for a in self.arms if self.arms.count(a) > 1})
+        if duplicated:
+            raise ConfigError(f"arm named twice: {', '.join(duplicated)}")
+        for name in self.arms:
+            get_arm(name).settings(self.rl, self.progressive)  # fails at once on an unknown arm or a constant reward
+        if self.sft_steps < 1 or self.threads < 1:
+            raise ConfigError("ablate needs sft_steps >= 1 and threads >= 1")
+
+    @classmethod
+    def quick(cls, out: Path, **overrides: Any) -> AblateConfig:
+        """The reduced version the tests run: a tiny warm start, a few RL steps, small held-out sets."""
+        # 250 warm-start steps: the smallest budget measured to give first- and second-turn successes in RL
+        rl = RLSettings(
+            steps=3, prompts_per_step=4, generations=4, max_new_tokens=16, save_steps=1, learning_rate=2e-4,
+            temperature=0.5,
+        )  # fmt: skip
+        settings: dict[str, Any] = {"rl": rl, "sft_steps": 250, "rl_prompts": 16, "heldout_size": 8,
+                                    "heldout_rl_size": 8}  # fmt: skip
+        return cls(out=out, **(settings | overrides))
+
+    def train_config(self, seed: int) -> TrainConfig:
+        """The default run's configuration of ``seed`` (its data, warm start and RL base)."""
+        return TrainConfig(
+            out=self.out / f"seed-{seed}", rl=replace(self.rl, seed=seed), sft_steps=self.sft_steps,
+            rl_prompts=self.rl_prompts, heldout_size=self.heldout_size, heldout_rl_size=self.heldout_rl_size,
+            seed=seed, threads=self.threads,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """A model measured on the pooled held-out sets: per-prompt single-turn greedy outcomes and EX
+    within ``turns`` turns with ODT feedback (pooled in :data:`HELDOUT_SETS` order), and each set's
+    :meth:`SetMeasurement.as_dict`."""
+
+    single: tuple[bool, ...]
+    within: tuple[bool, ...]
+    turns: int
+    sets: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, measured: Mapping[str, SetMeasurement], turns: int) -> Measured:
+        return cls(
+            tuple(m for name in HELDOUT_SETS for m in measured[name].single.matches),
+            tuple(m for name in HELDOUT_SETS for m in measured[name].within_turns.matches),
+            turns,
+            {name: measured[name].as_dict() for name in HELDOUT_SETS},
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measured:
+        return cls(tuple(data["single"]), tuple(data["within"]), int(data["turns"]), dict(data["sets"]))
+
+    @property
+    def accuracy(self) -> Accuracy:
+        return Accuracy.of(self.single)
+
+    @property
+    def within_accuracy(self) -> Accuracy:
+        return Accuracy.of(self.within)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmRun:
+    """One arm on one seed: the RL settings it ran with, its held-out measurement and its per-step
+    logs (each reward component's mean, turns per trajectory, tied-group share, and R_late by the
+    first correct turn)."""
+
+    arm: str
+    seed: int
+    settings: Mapping[str, Any]
+    steps: int
+    seconds: float
+    measured: Measured
+    #: ``rewards/<name>/mean`` of each step, by component name.
+    components: Mapping[str, list[float]]
+    turns_mean: list[float]
+    zero_variance_share: list[float]
+    #: ``trajectory/late_at_first_correct/<k>`` of each step that had a success at turn k, by k.
+    late_at_first_correct: Mapping[str, list[float]]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ArmRun:
+        return cls(**(dict(data) | {"measured": Measured.from_dict(data["measured"])}))
+
+
+@dataclass(frozen=True, slots=True)
+class ArmRow:
+    """One row of the table. EX is pooled held-out single-turn greedy EX, the mean over seeds; ``se``
+    is the larger of the example-sampling SE of that mean and the between-seed SE (``None`` for one
+    seed). Changes are paired per seed (same prompts) and averaged over seeds, with the same SE rule."""
+
+    arm: str
+    label: str
+    seeds: int
+    n: int
+    ex: float
+    se: float
+    se_examples: float
+    se_seeds: float | None
+    within_turns_ex: float
+    change_vs_warm: float
+    se_change_vs_warm: float
+    beyond_2se_vs_warm: bool
+    diff_vs_progressive: float | None
+    se_diff_vs_progressive: float | None
+    beyond_2se_vs_progressive: bool | None
+    rl_seconds: float
+
+
+@dataclass(slots=True)
+class AblateResult:
+    config: AblateConfig
+    warm: dict[int, Measured] = field(default_factory=dict)
+    sft: dict[int, dict[str, Any]] = field(default_factory=dict)
+    runs: list[ArmRun] = field(default_factory=list)
+    #: ``"<arm>@seed<s>"`` of the arms read back from a finished folder instead of run.
+    resumed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def rows(self) -> list[ArmRow]:
+        return table(self.runs, self.warm, self.config.arms)
+
+
+def _mean_se(values: Sequence[float], example_ses: Sequence[float]) -> tuple[float, float, float, float | None]:
+    """(mean over seeds, SE, example SE, between-seed SE or None)."""
+    count = len(values)
+    se_examples = math.sqrt(sum(s * s for s in example_ses)) / count
+    se_seeds = statistics.stdev(values) / math.sqrt(count) if count > 1 else None
+    return statistics.fmean(values), max(se_examples, se_seeds or 0.0), se_examples, se_seeds
+
+
+def table(runs: Sequence[ArmRun], warm: Mapping[int, Measured], arms: Sequence[str]) -> list[ArmRow]:
+    """The rows of the ablation table, in ``arms`` order (arms without a finished run are left out)."""
+    by_arm: dict[str, dict[int, ArmRun]] = {}
+    for run in runs:
+        by_arm.setdefault(run.arm, {})[run.seed] = run
+    reference = by_arm.get("progressive", {})
+    rows = []
+    for name in arms:
+        seeds = sorted(by_arm.get(name, {}))
+        if not seeds:
+            continue
+        arm_runs = [by_arm[name][s] for s in seeds]
+        accuracies = [r.measured.accuracy for r in arm_runs]
+        ex, se, se_examples, se_seeds = _mean_se([a.ex for a in accuracies], [a.standard_error for a in accuracies])
+        changes = [PairedChange.of(warm[s].accuracy, a) for s, a in zip(seeds, accuracies, strict=True)]
+        change, se_change, _, _ = _mean_se([c.difference for c in changes], [c.se_difference for c in changes])
+        paired = [s for s in seeds if s in reference]
+        diff = se_diff = None
+        if paired and name != "progressive":
+            versus = [
+                PairedChange.of(reference[s].measured.accuracy, by_arm[name][s].measured.accuracy) for s in paired
+            ]
+            diff, se_diff, _, _ = _mean_se([c.difference for c in versus], [c.se_difference for c in versus])
+        rows.append(
+            ArmRow(
+                arm=name, label=get_arm(name).label, seeds=len(seeds), n=sum(a.n for a in accuracies),
+                ex=ex, se=se, se_examples=se_examples, se_seeds=se_seeds,
+                within_turns_ex=statistics.fmean(r.measured.within_accuracy.ex for r in arm_runs),
+                change_vs_warm=change, se_change_vs_warm=se_change, beyond_2se_vs_warm=abs(change) > 2 * se_change,
+                diff_vs_progressive=diff, se_diff_vs_progressive=se_diff,
+                beyond_2se_vs_progressive=None if diff is None or se_diff is None else abs(diff) > 2 * se_diff,
+                rl_seconds=statistics.fmean(r.seconds for r in arm_runs),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _series(metrics: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    return [float(m[key]) for m in metrics if key in m]
+
+
+def _step_logs(path: Path) -> list[dict[str, Any]]:
+    """The arm's ``metrics.jsonl``, one row per step (an arm resumed mid-RL logged its first steps in
+    the interrupted run: the file has them all; a step logged twice keeps its last row)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return sorted({int(row["step"]): row for row in rows}.values(), key=lambda row: int(row["step"]))
+
+
+def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measured, folder: Path) -> ArmRun:
+    from progress_sql.integrations.trl import component_names, trainer_preset
+
+    metrics = _step_logs(folder / "rl" / "metrics.jsonl")
+    late_keys = sorted({k for m in metrics for k in m if k.startswith("trajectory/late_at_first_correct/")})
+    progressive = settings.env_config().progressive
+    components = list(component_names(settings.reward))
+    # run_rl sets the group size and temperature itself: the preset's own values would mislead here
+    trainer = {
+        k: v for k, v in trainer_preset(settings.preset).settings.items() if k not in ("num_generations", "temperature")
+    }
+    recorded: dict[str, Any] = {
+        "reward": settings.reward, "turns": settings.turns, "algorithm": settings.preset,
+        "trainer": trainer, "steps": settings.steps,
+        "prompts_per_step": settings.prompts_per_step, "generations": settings.generations,
+        "learning_rate": settings.learning_rate, "temperature": settings.temperature, "seed": settings.seed,
+        "progressive": {"gamma": progressive.gamma, "disabled": sorted(progressive.disabled),
+                        "formula": progressive.formula},
+        "components": components,
+    }  # fmt: skip
+    return ArmRun(
+        arm=arm.name, seed=seed, settings=recorded, steps=rl.steps, seconds=round(rl.seconds, 1), measured=measured,
+        components={name: _series(metrics, f"rewards/{name}/mean") for name in components},
+        turns_mean=_series(metrics, "trajectory/turns_mean"),
+        zero_variance_share=_series(metrics, "groups/zero_variance_share"),
+        late_at_first_correct={k.rsplit("/", 1)[1]: _series(metrics, k) for k in late_keys},
+    )  # fmt: skip
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plain(data)) + "\n", encoding="utf-8")
+
+
+def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
+    """Every arm of ``config`` on every seed from the seed's shared warm start (see the module docstring)."""
+    from progress_sql.execution.pool import ExecutionPool
+    from progress_sql.training.recipe import (
+        advancer,
+        configure_threads,
+        embedded_data,
+        load_checkpoint,
+        measure_sets,
+        rl_prompts,
+        sft_checkpoint,
+        warm_start,
+        write_config,
+    )
+    from progress_sql.training.rl import run_rl
+
+    configure_threads(config.threads)
+    started = time.perf_counter()
+    write_config(config, config.out)
+    result = AblateResult(config)
+    fmt = CompactFormat()
+    arms_done = phase("ablation arms (seeds x arms)", config.seeds * len(config.arms))
+    for seed in range(config.seeds):
+        base = config.train_config(seed)
+        embedded = embedded_data(base)
+        sets = {name: embedded.held_out[name] for name in HELDOUT_SETS}
+        model, tokenizer, result.sft[seed] = warm_start(base, embedded.data, phase)
+        warm_file = base.out / "warm.json"
+        if warm_file.is_file():
+            result.warm[seed] = Measured.from_dict(json.loads(warm_file.read_text(encoding="utf-8")))
+        else:
+            advance = phase(f"seed {seed}: EX of the warm start", 1)
+            result.warm[seed] = Measured.of(measure_sets(model, tokenizer, fmt, sets, config.rl.turns), config.rl.turns)
+            _write_json(warm_file, result.warm[seed])
+            advance(1)
+        del model
+        prompts = rl_prompts(fmt, embedded.pool.prompts, config.rl_prompts)
+        for name in config.arms:
+            arm = get_arm(name)
+            folder = base.out / "arms" / name
+            if (folder / DONE_MARKER).is_file():
+                result.runs.append(ArmRun.from_dict(json.loads((folder / "result.json").read_text(encoding="utf-8"))))
+                result.resumed.append(f"{name}@seed{seed}")
+                arms_done(1)
+                continue
+            settings = arm.settings(base.rl, config.progressive)
+            policy = load_checkpoint(sft_checkpoint(base.out))[0]
+            advance = phase(f"seed {seed}, arm {name} (RL steps)", settings.steps)
+            with ExecutionPool(workers=1) as execution:
+                rl = run_rl(
+                    policy, tokenizer, fmt, prompts, settings, folder / "rl", execution, on_step=advancer(advance)
+                )
+            measured = Measured.of(measure_sets(policy, tokenizer, fmt, sets, config.rl.turns), config.rl.turns)
+            policy.save_pretrained(folder / "final")
+            tokenizer.save_pretrained(folder / "final")
+            run = _arm_run(arm, seed, settings, rl, measured, folder)
+            _write_json(folder / "result.json", run)
+            # the trainer's checkpoints only serve an interrupted arm; a finished one keeps final/
+            shutil.rmtree(folder / "rl" / "checkpoints", ignore_errors=True)
+            (folder / DONE_MARKER).write_text(f"{time.time()}\n", encoding="utf-8")
+            result.runs.append(run)
+            arms_done(1)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def summary(result: AblateResult) -> dict[str, Any]:
+    """The results part of ``summary.json`` (keys in docs/training.md)."""
+    return {
+        "heldout_sets": list(HELDOUT_SETS),
+        "turns": result.config.rl.turns,
+        "steps": result.config.rl.steps,
+        "seeds": result.config.seeds,
+        "arms": [plain(row, digits=6) for row in result.rows()],
+        "warm_start": {
+            str(seed): {
+                "n": m.accuracy.n,
+                "ex": round(m.accuracy.ex, 6),
+                "se": round(m.accuracy.standard_error, 6),
+                "within_turns_ex": round(m.within_accuracy.ex, 6),
+                "sft": result.sft.get(seed, {}),
+            }
+            for seed, m in sorted(result.warm.items())
+        },
+        "resumed": result.resumed,
+        "seconds": round(result.seconds, 1),
+    }
+
+
+def records(result: AblateResult) -> list[dict[str, Any]]:
+    """samples.jsonl: one record per arm and seed (its settings, EX, per-step logs; no per-prompt lists)."""
+    rows = []
+    for run in result.runs:
+        data = plain(run, digits=6)
+        measured = data.pop("measured")
+        warm = result.warm[run.seed].accuracy
+        change = PairedChange.of(warm, run.measured.accuracy)
+        rows.append(
+            data | {
+                "ex": round(run.measured.accuracy.ex, 6), "n": run.measured.accuracy.n,
+                "within_turns_ex": round(run.measured.within_accuracy.ex, 6), "turns_measured": measured["turns"],
+                "change_vs_warm": change.as_dict(), "sets": measured["sets"],
+            }
+        )  # fmt: skip
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> str:
+    """report.md (and ``ablation.png`` when matplotlib is there)."""
+    from progress_sql.plots import PlottingUnavailableError, labelled_bars
+
+    rows = result.rows()
+    plot = ""
+    try:
+        baseline = None
+        if result.warm:
+            warm = [m.accuracy for m in result.warm.values()]
+            baseline = ("warm start", statistics.fmean(a.ex for a in warm))
+        n = rows[0].n if rows else 0
+        labelled_bars(
+            [(row.arm, row.ex, row.se) for row in rows], out / "ablation.png",
+            f"held-out EX by arm (greedy, single turn; pooled template sets, n = {n})", baseline=baseline,
+        )  # fmt: skip
+        plot = "![ablation](ablation.png)"
+    except PlottingUnavailableError as error:
+        plot = f"(no plot: {error})"
+    config = result.config
+    lines = [
+        "# progress-sql ablate: the paper's Table 3 ablations",
+        "",
+        f"{config.seeds} seed(s); per seed one supervised warm start ({config.sft_steps} steps), then every arm: "
+        f"{config.rl.steps} RL steps of {config.rl.prompts_per_step} prompts x {config.rl.generations} samples, "
+        f"lr {config.rl.learning_rate:g}, temperature {config.rl.temperature:g}, the same RL prompts; "
+        f"{result.seconds:.0f} s in all.",
+        "",
+        f"EX: greedy single-turn execution accuracy on the pooled held-out template sets ({', '.join(HELDOUT_SETS)}; "
+        "the same prompts for every arm of a seed). +- is one standard error (over seeds and examples: the larger "
+        "of the two). Changes are paired per prompt and averaged over seeds. EX within T: greedy, with ODT "
+        f"feedback, T = {config.rl.turns} for every arm.",
+        "",
+        "| arm | what changes | EX (%) | EX within T (%) | vs warm start (points) | vs progressive (points) "
+        "| > 2 SE vs progressive |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        versus = (
+            "-" if row.diff_vs_progressive is None
+            else f"{100 * row.diff_vs_progressive:+.1f} +- {_pct(row.se_diff_vs_progressive)}"
+        )  # fmt: skip
+        beyond = "-" if row.beyond_2se_vs_progressive is None else ("yes" if row.beyond_2se_vs_progressive else "no")
+        lines.append(
+            f"| {row.arm} | {row.label} | {_pct(row.ex)} +- {_pct(row.se)} | {_pct(row.within_turns_ex)} | "
+            f"{100 * row.change_vs_warm:+.1f} +- {_pct(row.se_change_vs_warm)} | {versus} | {beyond} |"
+        )
+    warm_lines = [
+        f"- seed {seed}: warm start EX {_pct(w['ex'])}% +- {_pct(w['se'])} (n = {w['n']}), within T "
+        f"{_pct(w['within_turns_ex'])}%"
+        for seed, w in summary_data["warm_start"].items()
+    ]
+    lines += [
+        "",
+        *warm_lines,
+        *([f"- read back from a finished arm folder: {', '.join(result.resumed)}"] if result.resumed else []),
+        "",
+        plot,
+        "",
+        "Per-step reward components of every arm and seed are in samples.jsonl (`components`) and in",
+        "`seed-<s>/arms/<arm>/rl/metrics.jsonl`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def arm_names(text: str) -> tuple[str, ...]:
+    """``--arms a,b,...`` as names, each checked against :data:`ARMS`."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    for name in names:
+        get_arm(name)
+    return names
+
+
+__all__ = [
+    "ARMS",
+    "DEFAULT_ARMS",
+    "AblateConfig",
+    "AblateResult",
+    "Arm",
+    "ArmRow",
+    "ArmRun",
+    "Measured",
+    "arm_names",
+    "get_arm",
+    "records",
+    "report",
+    "run_ablate",
+    "summary",
+    "table",
+]

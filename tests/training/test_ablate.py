@@ -1,0 +1,189 @@
+"""`progress-sql ablate --quick`: the table's shape, each arm run with its own settings, bad
+configuration refused at once, and an interrupted ablation resumed without rerunning finished arms."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("trl", reason="training needs the [trl] extra")
+
+from progress_sql.cli import app
+from progress_sql.errors import ConfigError
+from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward
+from progress_sql.training.ablate import (
+    ARMS,
+    DEFAULT_ARMS,
+    DONE_MARKER,
+    AblateConfig,
+    ArmRun,
+    Measured,
+    run_ablate,
+    table,
+)
+from progress_sql.types import Trajectory, Turn
+
+runner = CliRunner()
+
+
+def no_bar(description: str, total: int):  # type: ignore[no-untyped-def]
+    return lambda n: None
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    out = tmp_path_factory.mktemp("ablate") / "run"
+    result = runner.invoke(app, ["ablate", "--quick", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout[result.stdout.index('{\n  "command"') :])
+
+
+def _runs(out: Path) -> dict[str, ArmRun]:
+    return {
+        arm: ArmRun.from_dict(json.loads((out / "seed-0" / "arms" / arm / "result.json").read_text()))
+        for arm in DEFAULT_ARMS
+    }
+
+
+def test_quick_ablate_writes_one_row_per_arm(quick_run: tuple[Path, Any]) -> None:
+    out, data = quick_run
+    assert data["command"] == "ablate"
+    rows = data["arms"]
+    assert [row["arm"] for row in rows] == list(DEFAULT_ARMS)
+    expected = {
+        "arm", "label", "seeds", "n", "ex", "se", "se_examples", "se_seeds", "within_turns_ex", "change_vs_warm",
+        "se_change_vs_warm", "beyond_2se_vs_warm", "diff_vs_progressive", "se_diff_vs_progressive",
+        "beyond_2se_vs_progressive", "rl_seconds",
+    }  # fmt: skip
+    for row in rows:
+        assert set(row) == expected
+        assert row["seeds"] == 1
+        assert row["n"] == 24
+        assert 0.0 <= row["ex"] <= 1.0
+        assert (row["diff_vs_progressive"] is None) == (row["arm"] == "progressive")
+    assert set(data["warm_start"]) == {"0"}
+    assert data["warm_start"]["0"]["n"] == 24
+    assert data["resumed"] == []
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [(r["arm"], r["seed"]) for r in records] == [(arm, 0) for arm in DEFAULT_ARMS]
+    report = (out / "report.md").read_text()
+    assert "| arm | what changes | EX (%)" in report
+    assert report.count("\n| ") == 1 + len(DEFAULT_ARMS)  # header and one row per arm
+    assert (out / "ablation.png").read_bytes().startswith(b"\x89PNG")
+    for arm in DEFAULT_ARMS:
+        assert (out / "seed-0" / "arms" / arm / DONE_MARKER).is_file()
+        assert (out / "seed-0" / "arms" / arm / "final" / "config.json").is_file()
+    assert not (out / "seed-0" / "arms" / "progressive" / "checkpoints").exists()  # one warm start, shared
+
+
+def test_each_arm_ran_with_its_settings(quick_run: tuple[Path, Any]) -> None:
+    out, _ = quick_run
+    runs = _runs(out)
+    for arm, run in runs.items():
+        assert run.steps == 3, arm  # the same number of RL steps for every arm
+        # each component logged per step; GSPO generates once for four optimizer steps, and logs then
+        logged = 1 if arm == "gspo" else 3
+        assert len(run.turns_mean) == logged, arm
+        for name, series in run.components.items():
+            assert len(series) == logged, (arm, name)
+    # T = 1 arms never show a second turn; the multi-turn arms do
+    for arm in ("single-turn", "one-shot"):
+        assert runs[arm].settings["turns"] == 1
+        assert runs[arm].turns_mean == [1.0, 1.0, 1.0]
+    assert max(runs["progressive"].turns_mean) > 1.0
+    # the one-shot arm's components are the one-shot reward's
+    assert runs["one-shot"].settings["reward"] == "one-shot"
+    assert set(runs["one-shot"].components) == {"correct", "exec", "fmt"}
+    assert set(runs["progressive"].components) == {"fmt", "exec", "late", "align"}
+    # gamma = 1: first-turn and second-turn successes earn the same R_late; with the decay they do not
+    assert runs["no-late"].settings["progressive"]["gamma"] == 1.0
+    late = runs["no-late"].late_at_first_correct
+    # the quick warm start succeeds at both turns during RL
+    assert "1" in late, late
+    assert "2" in late, late
+    assert set(late["1"]) == set(late["2"]) == {2.0}
+    assert set(runs["progressive"].late_at_first_correct.get("2", [1.0])) == {1.0}
+    # the switched-off components read 0 on every step
+    assert set(runs["no-align"].components["align"]) == {0.0}
+    assert runs["no-align"].settings["progressive"]["disabled"] == ["align"]
+    assert set(runs["no-exec"].components["exec"]) == {0.0}
+    # GSPO used the GSPO preset (sequence-level importance ratios), the others GRPO
+    assert runs["gspo"].settings["algorithm"] == "gspo"
+    assert runs["gspo"].settings["trainer"]["importance_sampling_level"] == "sequence"
+    assert runs["progressive"].settings["algorithm"] == "grpo"
+
+
+def test_no_late_arm_pays_a_late_success_as_an_early_one() -> None:
+    settings = ARMS["no-late"].settings(AblateConfig().rl, ProgressiveConfig())
+    config = settings.env_config().progressive
+    right = Turn("SELECT 1", True, True, True, 1.0)
+    wrong = Turn("SELECT 2", True, True, False, 0.5)
+    first = progressive_reward(Trajectory((right,)), config).component("late")
+    second = progressive_reward(Trajectory((wrong, right)), config).component("late")
+    assert first == second == config.omega_acc
+
+
+def test_interrupted_ablate_resumes_only_unfinished_arms(quick_run: tuple[Path, Any], tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(quick_run[0], out)
+    # as if killed during the third arm: its marker was never written
+    unfinished = out / "seed-0" / "arms" / "single-turn"
+    (unfinished / DONE_MARKER).unlink()
+    marker = out / "seed-0" / "arms" / "progressive" / DONE_MARKER
+    mtime = marker.stat().st_mtime_ns
+    sft = out / "seed-0" / "checkpoints" / "sft" / "sft.json"
+    sft_mtime = sft.stat().st_mtime_ns
+    result = run_ablate(AblateConfig.quick(out), no_bar)
+    assert sorted(result.resumed) == sorted(f"{a}@seed0" for a in DEFAULT_ARMS if a != "single-turn")
+    assert marker.stat().st_mtime_ns == mtime  # the finished arm was read back, not rerun
+    assert sft.stat().st_mtime_ns == sft_mtime  # the shared warm start was reused
+    assert result.sft[0].get("resumed") is True
+    assert (unfinished / DONE_MARKER).is_file()
+    assert [row.arm for row in result.rows()] == list(DEFAULT_ARMS)
+
+
+def test_bad_configuration_fails_at_once(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="seeds >= 1"):
+        AblateConfig(out=tmp_path, seeds=0)
+    with pytest.raises(ConfigError, match="unknown ablation arm 'w/o-exec'; choose one of"):
+        AblateConfig(out=tmp_path, arms=("progressive", "w/o-exec"))
+    # a base reward with only R_exec on: the no-exec arm would make it constant
+    base = ProgressiveConfig(disabled=frozenset({"late", "align", "fmt"}))
+    with pytest.raises(ConfigError, match="the same for every trajectory"):
+        AblateConfig(out=tmp_path, progressive=base, arms=("progressive", "no-exec"))
+    for args, message in (
+        (["--seeds", "0"], "seeds >= 1"),
+        (["--arms", "progressive,nope"], "unknown ablation arm 'nope'"),
+    ):
+        result = runner.invoke(app, ["ablate", "--quick", "--out", str(tmp_path / "bad"), *args])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+    assert not (tmp_path / "bad").exists()  # refused before anything ran
+
+
+def test_table_pairs_arms_with_the_warm_start_and_progressive() -> None:
+    def run(arm: str, seed: int, matches: list[bool]) -> ArmRun:
+        measured = Measured(tuple(matches), tuple(matches), 2, {})
+        return ArmRun(arm, seed, {}, 1, 1.0, measured, {}, [], [], {})
+
+    warm = {s: Measured((False,) * 4, (False,) * 4, 2, {}) for s in (0, 1)}
+    runs = [
+        run("progressive", 0, [True, True, False, False]),
+        run("progressive", 1, [True, True, True, False]),
+        run("no-exec", 0, [True, False, False, False]),
+        run("no-exec", 1, [True, False, False, False]),
+    ]
+    rows = {row.arm: row for row in table(runs, warm, ("progressive", "no-exec", "gspo"))}
+    assert set(rows) == {"progressive", "no-exec"}  # an arm without a finished run has no row
+    assert rows["progressive"].ex == pytest.approx(0.625)
+    assert rows["progressive"].change_vs_warm == pytest.approx(0.625)
+    assert rows["progressive"].se_seeds == pytest.approx(0.125)
+    assert rows["no-exec"].diff_vs_progressive == pytest.approx(-0.375)
+    assert rows["no-exec"].seeds == 2
+    assert rows["no-exec"].n == 8
