@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig, SQLRefineEnv
+from progress_sql.env import core as env_core
 from progress_sql.env.core import make_store, shared_store
 from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
@@ -182,6 +183,12 @@ def test_shared_store_is_one_store_per_judging_settings_pool_and_cache(pool: Exe
     assert shared_store(EnvConfig(timeout_s=2.0), pool=pool, cache=cache) is not store
     assert shared_store(EnvConfig(), pool=pool, cache=GoldCache()) is not store
     assert shared_store(EnvConfig(), pool=pool, cache=cache) is store
+    with ExecutionPool(workers=1) as short_lived:
+        first = shared_store(EnvConfig(), pool=short_lived, cache=cache)
+        assert shared_store(EnvConfig(), pool=short_lived, cache=cache) is first
+    assert short_lived.closed
+    shared_store(EnvConfig(), pool=pool, cache=cache)  # any call drops the stores of closed pools
+    assert all(not s.pool.closed for s in env_core._shared_stores.values())
 
 
 garbage = st.one_of(

@@ -97,9 +97,12 @@ _shared_stores_lock = threading.Lock()
 def shared_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: GoldCache | None = None) -> GoldStore:
     """The process's one store for this config's judging settings over ``pool`` and ``cache``: trainer
     adapters make an environment per episode, and every episode of an example (the G samples of a
-    prompt, every step) reuses one preparation of its gold. The store lives as long as the process."""
+    prompt, every step) reuses one preparation of its gold. A store lives as long as its pool: the
+    stores of closed pools are dropped (so a new pool that happens to get a closed one's id starts afresh)."""
     key = (repr(_store_settings(config)), id(pool), id(cache))
     with _shared_stores_lock:
+        for stale in [k for k, s in _shared_stores.items() if s.pool.closed]:
+            del _shared_stores[stale]
         store = _shared_stores.get(key)
         if store is None:
             store = _shared_stores[key] = make_store(config, pool=pool, cache=cache)

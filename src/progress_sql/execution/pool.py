@@ -144,6 +144,11 @@ class ExecutionPool(Closing):
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
     @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
     def size(self) -> int:
         return len(self._workers)
 
