@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+import shlex
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -70,3 +73,23 @@ def provenance(command: str, info: dict[str, str]) -> list[str]:
         f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC  ",
         "Machine: " + ", ".join(f"{key} {value}" for key, value in info.items()),
     ]
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark shares: the data folder, the document it records into, and --no-doc."""
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
+    parser.add_argument("--no-doc", action="store_true")
+
+
+def spider_dev_missing(data_dir: Path) -> bool:
+    """True (with a message on stderr) when ``data_dir`` lacks Spider dev (the shared data)."""
+    if (data_dir / "spider" / "dev.json").is_file():
+        return False
+    print(f"error: {data_dir}/spider/dev.json not found (this benchmark needs ../shared/data)", file=sys.stderr)
+    return True
+
+
+def command_line(script: str, argv: Sequence[str] | None) -> str:
+    """How the benchmark was run, as recorded beside its figures."""
+    return shlex.join([".venv/bin/python", script, *(sys.argv[1:] if argv is None else argv)])

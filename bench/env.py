@@ -21,9 +21,7 @@ One run measures:
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +30,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, machine, provenance, write_section
+from _common import add_output_options, command_line, machine, provenance, spider_dev_missing, write_section
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env.core import make_store
@@ -121,14 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="execution worker processes")
     parser.add_argument("--group", type=int, default=1, help="episodes per example (GRPO's G samples of a prompt)")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per SQL execution (RL-style deadline)")
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    parser.add_argument("--no-doc", action="store_true")
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    if not (args.data_dir / "spider" / "dev.json").is_file():
-        print(
-            f"error: {args.data_dir}/spider/dev.json not found (this benchmark needs ../shared/data)", file=sys.stderr
-        )
+    if spider_dev_missing(args.data_dir):
         return 1
     examples = [e for e in load_task("spider-dev", args.data_dir / "spider") if Path(e.db_path).is_file()]
     examples = examples[: args.examples] if args.examples else examples
@@ -171,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"baseline: bare in-process execution, median {bare_median_ms:.3f} ms/query over {len(bare)} queries")
 
     if not args.no_doc:
-        command = shlex.join([".venv/bin/python", "bench/env.py", *(sys.argv[1:] if argv is None else argv)])
+        command = command_line("bench/env.py", argv)
         lines = [
             SECTION,
             "",

@@ -19,7 +19,6 @@ import argparse
 import inspect
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
+from _common import ROOT, add_output_options, command_line, machine, provenance, spider_dev_missing, write_section
 
 SECTION = "## Environment, G samples per prompt"
 
@@ -103,14 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=60, help="first N Spider dev examples with a database")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt (GRPO's G)")
     parser.add_argument("--tree", type=Path, default=None, help="also measure this checkout (e.g. the old commit)")
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    parser.add_argument("--no-doc", action="store_true")
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    if not (args.data_dir / "spider" / "dev.json").is_file():
-        print(
-            f"error: {args.data_dir}/spider/dev.json not found (this benchmark needs ../shared/data)", file=sys.stderr
-        )
+    if spider_dev_missing(args.data_dir):
         return 1
     info = machine()
     runs = []
@@ -131,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = float(runs[0][1]["mean_episode_ms"]) / float(runs[1][1]["mean_episode_ms"])  # type: ignore[arg-type]
         print(f"mean episode cost ratio, before / now: {ratio:.2f}x")
     if not args.no_doc:
-        command = shlex.join([".venv/bin/python", "bench/env_group.py", *(sys.argv[1:] if argv is None else argv)])
+        command = command_line("bench/env_group.py", argv)
         lines = [
             SECTION,
             "",

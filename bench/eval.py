@@ -16,7 +16,6 @@ Measures, on Spider dev (the 972 questions with a database) and one published sy
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from _baseline import score
-from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
+from _common import ROOT, add_output_options, command_line, machine, provenance, write_section
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.metrics import summarize_eval
@@ -59,9 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="execution worker processes")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per query")
     parser.add_argument("--repeat", type=int, default=3, help="timed repeats (median)")
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    parser.add_argument("--no-doc", action="store_true")
+    add_output_options(parser)
     args = parser.parse_args(argv)
     spider = args.data_dir / "spider"
     predictions_file = args.data_dir / "predictions" / "spider-dev" / f"model_{args.model}.txt"
@@ -116,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"EX {100 * accuracy:.2f}% on {metrics['scored']} scored examples")  # type: ignore[index]
 
     if not args.no_doc:
-        invocation = shlex.join([".venv/bin/python", "bench/eval.py", *(sys.argv[1:] if argv is None else argv)])
+        invocation = command_line("bench/eval.py", argv)
         lines = [
             SECTION,
             "",

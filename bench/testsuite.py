@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
-import shlex
 import sqlite3
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ from typing import Any
 
 from rich.console import Console
 
-from _common import DEFAULT_DATA, DEFAULT_DOC, ROOT, machine, provenance, write_section
+from _common import ROOT, add_output_options, command_line, machine, provenance, write_section
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import load_predictions
@@ -97,9 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=24)
     parser.add_argument("--max-dbs", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per query in the evaluation")
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
-    parser.add_argument("--no-doc", action="store_true")
+    add_output_options(parser)
     args = parser.parse_args(argv)
     spider = args.data_dir / "spider"
     folder = args.data_dir / "predictions" / "spider-dev"
@@ -152,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"coverage mean over {len(with_neighbours)} examples: {100 * statistics.fmean(with_neighbours):.2f}%")
     if args.no_doc:
         return 0
-    invocation = shlex.join([".venv/bin/python", "bench/testsuite.py", *(sys.argv[1:] if argv is None else argv)])
+    invocation = command_line("bench/testsuite.py", argv)
     quartiles = statistics.quantiles(with_neighbours, n=4)
     identical = "all byte-identical, manifest included" if not differ else "DIFFER: " + ", ".join(differ)
     mean = 100 * statistics.fmean(with_neighbours)
