@@ -18,3 +18,7 @@ class DatasetError(ProgressSQLError, ValueError):
 
 class GoldQueryError(ProgressSQLError):
     """An example's gold query fails, times out or is too large: the example cannot be used."""
+
+
+class WorkerStartError(ProgressSQLError, RuntimeError):
+    """An execution worker process cannot start: the machine's problem, never charged to a query."""

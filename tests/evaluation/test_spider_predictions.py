@@ -4,6 +4,9 @@ official evaluator's verdicts, per-hardness tables, ODT error rates and plots th
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +99,37 @@ def _check_report(out: Path, records: list[EvalRecord], metrics: dict[str, Any],
     report = render_report(summary, [p.name for p in paths])
     assert "| extra | 164 |" in report
     assert "62 examples skipped, database file absent: `wta_1` (62)" in report
+
+
+def test_workers_killed_from_outside_change_no_verdict(
+    shared_data: Path, spider_dev: list[Example], spider_gold_cache: GoldCache
+) -> None:
+    """Two workers killed mid-run (as an OOM killer or an operator might): their queries are rerun on
+    fresh workers, so every verdict is the official one and none reads 'worker process died'."""
+    examples = spider_dev
+    predictions, official = official_spider_verdicts(shared_data, 1, len(spider_dev))
+    killed: list[int] = []
+    with ExecutionPool(workers=2) as pool:
+        store = GoldStore(get_preset("spider"), pool=pool, limits=LIMITS, cache=spider_gold_cache)
+        stop = threading.Event()
+
+        def kill_two_workers() -> None:
+            while len(killed) < 2 and not stop.wait(0.05):
+                pids = [pid for pid in pool.worker_pids() if pid is not None and pid not in killed]
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+
+        killer = threading.Thread(target=kill_two_workers)
+        killer.start()
+        try:
+            records = evaluate(examples, [[Sample(sql)] for sql in predictions], store)
+        finally:
+            stop.set()
+            killer.join()
+    assert len(killed) == 2
+    for record, verdict in zip(records, official, strict=False):
+        assert "worker process died" not in record.reason
+        if "skipped" in verdict or verdict["exec"] == "timeout":
+            continue
+        assert int(record.match) == verdict["exec"], record.index

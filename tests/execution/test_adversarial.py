@@ -146,7 +146,7 @@ def results(sandbox: tuple[Path, Path]) -> dict[str, tuple[str, bool, float, str
     with ExecutionPool(workers=2, memory_bytes=MEMORY_BOUND) as pool:
         ran = pool.run_many(
             jobs,
-            on_start=lambda i, _pid: started.__setitem__(i, time.monotonic()),
+            on_start=lambda i, _pid: started.setdefault(i, time.monotonic()),  # a rerun counts from the first start
             on_result=lambda i, _r: finished.__setitem__(i, time.monotonic()),
         )
     after = {p.name: _digest(p) for p in database.parent.iterdir()}

@@ -1,14 +1,19 @@
-"""The pool: results in input order, a killed worker loses only its own item, clean shutdown."""
+"""The pool: results in input order, a killed worker loses nothing (its query is rerun once) and a query
+whose worker dies twice loses only its own item, clean shutdown, a clear error when workers cannot start."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
+from progress_sql.errors import WorkerStartError
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
@@ -23,9 +28,9 @@ def test_results_come_back_in_input_order(compare_db: Path, pool: ExecutionPool)
 
 
 @pytest.mark.slow
-def test_killing_a_worker_mid_batch_loses_no_other_result(compare_db: Path) -> None:
+def test_a_query_whose_worker_dies_twice_fails_alone(compare_db: Path) -> None:
     slow_index = 5
-    # Without the kill, the slow item would run into its 60 s deadline: a kill is what ends it.
+    # Without the kills, the slow item would run into its 60 s deadline: the second kill is what ends it.
     jobs = [ExecJob(str(compare_db), f"SELECT {i}, name FROM singer WHERE singer_id = 1") for i in range(12)]
     jobs[slow_index] = ExecJob(str(compare_db), CYCLE, ExecLimits(timeout_s=60))
 
@@ -36,7 +41,7 @@ def test_killing_a_worker_mid_batch_loses_no_other_result(compare_db: Path) -> N
     with ExecutionPool(workers=2) as pool:
         results = pool.run_many(jobs, on_start=kill_later)
         assert results[slow_index].status == "error"
-        assert "worker process died" in (results[slow_index].error or "")
+        assert "worker process died 2 times" in (results[slow_index].error or "")
         for i, result in enumerate(results):
             if i != slow_index:
                 assert result.status == "ok"
@@ -44,6 +49,57 @@ def test_killing_a_worker_mid_batch_loses_no_other_result(compare_db: Path) -> N
         # The replaced worker serves the next batch.
         again = pool.run_many([ExecJob(str(compare_db), "SELECT count(*) FROM singer")] * 4)
         assert [r.rows for r in again] == [((6,),)] * 4
+
+
+@pytest.mark.slow
+def test_a_worker_killed_from_outside_costs_its_query_nothing(compare_db: Path) -> None:
+    """The first death is not the query's fault (an outside kill, an OOM killer aiming elsewhere): the
+    query is rerun on a fresh worker and its result is the real one."""
+    jobs = [ExecJob(str(compare_db), f"SELECT {i}, count(*) FROM singer, singer AS b") for i in range(8)]
+    jobs[2] = jobs[6] = ExecJob(
+        str(compare_db), CYCLE.replace("SELECT 1", "SELECT 1 WHERE 0"), ExecLimits(timeout_s=60)
+    )
+    starts: dict[int, list[int]] = {}
+
+    def kill_first_start(index: int, pid: int) -> None:
+        starts.setdefault(index, []).append(pid)
+        if index in (2, 6) and len(starts[index]) == 1:
+            os.kill(pid, signal.SIGKILL)
+
+    with ExecutionPool(workers=2) as pool:
+        results = pool.run_many(jobs, on_start=kill_first_start)
+    assert [r.status for r in results] == ["ok"] * 8
+    assert results[2].rows == results[6].rows == ((0,),)
+    assert [r.rows for i, r in enumerate(results) if i not in (2, 6)] == [((i, 36),) for i in (0, 1, 3, 4, 5, 7)]
+    assert len(starts[2]) == len(starts[6]) == 2
+    assert starts[2][0] != starts[2][1]
+
+
+def test_a_worker_that_cannot_start_is_an_error_of_the_run_not_of_a_query(compare_db: Path) -> None:
+    with ExecutionPool(workers=1, start_timeout_s=0.001) as pool, pytest.raises(WorkerStartError, match="not ready"):
+        pool.run_many([ExecJob(str(compare_db), "SELECT 1")] * 3)
+
+
+@pytest.mark.slow
+def test_a_script_without_the_main_guard_gets_an_error_naming_it(tmp_path: Path, compare_db: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from progress_sql.execution.pool import ExecutionPool
+            from progress_sql.execution.worker import ExecJob
+
+            with ExecutionPool(workers=1) as pool:
+                print(pool.run(ExecJob({str(compare_db)!r}, "SELECT 1")))
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0
+    assert "WorkerStartError" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+    assert "timeout" not in done.stdout + done.stderr
 
 
 def test_close_stops_every_worker(compare_db: Path) -> None:

@@ -1,6 +1,6 @@
 """Parallel, isolated execution: long-lived worker processes, results in input order, a hung or dead
-worker replaced without failing the batch. Threads, deadlines and the ``spawn`` guard:
-docs/semantics.md#the-worker-pool.
+worker replaced without failing the batch, a query whose worker died rerun once. Threads, deadlines,
+reruns and the ``spawn`` guard: docs/semantics.md#the-worker-pool.
 
 Usage::
 
@@ -21,24 +21,43 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from progress_sql.execution.worker import ExecJob, worker_main
+from progress_sql.errors import WorkerStartError
+from progress_sql.execution.worker import READY, ExecJob, worker_main
 from progress_sql.types import Closing, ExecResult
 
 #: Address-space cap of each worker process.
 DEFAULT_WORKER_MEMORY = 2 * 2**30
 #: Seconds after a job's own deadline before the parent kills its worker.
 DEFAULT_KILL_MARGIN_S = 2.0
+#: Seconds a new worker may take to start and report ready (imports on a loaded machine are slow).
+DEFAULT_START_TIMEOUT_S = 60.0
+#: A worker that dies while running a query is replaced and the query rerun once: the first death may
+#: be the machine's (a kill from outside, an OOM killer aiming elsewhere); a second is the query's own.
+ATTEMPTS_PER_JOB = 2
+GUARD_HINT = (
+    "worker processes are spawned and re-import the main script, so a script that uses the execution "
+    'pool must run that code under `if __name__ == "__main__":`'
+)
 
 OnStart = Callable[[int, int], None]  # (job index, worker pid)
 OnResult = Callable[[int, ExecResult], None]
 
 
+class _WorkerDiedError(Exception):
+    """The worker process ended while running a job (the parent decides whether to rerun it)."""
+
+    def __init__(self, exit_code: int | None) -> None:
+        super().__init__(f"exit code {exit_code}")
+        self.exit_code = exit_code
+
+
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
-    def __init__(self, context: Any, memory_bytes: int | None) -> None:
+    def __init__(self, context: Any, memory_bytes: int | None, start_timeout_s: float) -> None:
         self._context = context
         self._memory_bytes = memory_bytes
+        self._start_timeout_s = start_timeout_s
         self._process: Any = None
         self._conn: Connection | None = None
 
@@ -51,14 +70,42 @@ class _Worker:
         process = self._context.Process(
             target=worker_main, args=(child, self._memory_bytes), daemon=True, name="progress-sql-exec"
         )
-        process.start()
-        child.close()
-        self._process, self._conn = process, parent
+        try:
+            process.start()
+        except OSError as error:  # no process slot or memory left on the machine
+            parent.close()
+            raise WorkerStartError(f"cannot start an execution worker: {error}") from error
+        finally:
+            child.close()
+        answered = ready = False
+        try:
+            answered = parent.poll(self._start_timeout_s)
+            ready = answered and parent.recv() == READY
+        except (EOFError, OSError):  # the process ended before it was ready
+            answered = True
+        if ready:  # only a ready worker is visible (pid) and takes jobs
+            self._process, self._conn = process, parent
+            return
+        code = _exit_code(process) if answered else None
+        parent.close()
+        if code is None:
+            process.kill()
+            process.join(timeout=2.0)
+            raise WorkerStartError(f"an execution worker was not ready after {self._start_timeout_s:g} s")
+        if code < 0:
+            raise WorkerStartError(f"an execution worker was killed by signal {-code} before it was ready")
+        raise WorkerStartError(
+            f"an execution worker exited (code {code}) before it was ready; the usual cause: {GUARD_HINT}"
+        )
 
     def ensure_started(self) -> int:
+        """Start the process if it is not running, trying twice; raises :class:`WorkerStartError`."""
         if self._process is None or not self._process.is_alive():
             self.stop(kill=True)
-            self._start()
+            try:
+                self._start()
+            except WorkerStartError:
+                self._start()  # a second failure is the machine's or the script's, not chance
         assert self._process is not None
         return int(self._process.pid)
 
@@ -77,23 +124,12 @@ class _Worker:
                 )
             result = self._conn.recv()
         except (EOFError, OSError):
-            code = self._exit_code()
+            code = None if self._process is None else _exit_code(self._process)
             self.stop(kill=True)
-            return ExecResult(
-                "error",
-                error=f"worker process died (exit code {code}) while running this query; replaced",
-                elapsed_s=time.perf_counter() - start,
-            )
+            raise _WorkerDiedError(code) from None
         if not isinstance(result, ExecResult):  # never expected; keep the batch alive regardless
             return ExecResult("error", error=f"worker sent {type(result).__name__}")
         return result
-
-    def _exit_code(self) -> int | None:
-        if self._process is None:
-            return None
-        self._process.join(timeout=1.0)
-        code = self._process.exitcode
-        return None if code is None else int(code)
 
     def stop(self, *, kill: bool = False) -> None:
         process, conn = self._process, self._conn
@@ -112,6 +148,13 @@ class _Worker:
                 process.join(timeout=2.0)
 
 
+def _exit_code(process: Any) -> int | None:
+    """The process's exit code once it has ended (waiting a second for that), None while it runs."""
+    process.join(timeout=1.0)
+    code = process.exitcode
+    return None if code is None else int(code)
+
+
 def _stop_all(workers: list[_Worker]) -> None:
     for worker in workers:
         worker.stop()
@@ -127,14 +170,19 @@ class ExecutionPool(Closing):
         memory_bytes: int | None = DEFAULT_WORKER_MEMORY,
         kill_margin_s: float = DEFAULT_KILL_MARGIN_S,
         start_method: str = "spawn",
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
     ) -> None:
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # This is a spawned worker re-importing a script that builds a pool at import time: say so
+            # here, where the mistake is, instead of letting it spawn again.
+            raise WorkerStartError(f"an execution pool was created while a worker process started: {GUARD_HINT}")
         count = workers if workers is not None else (os.cpu_count() or 1)
         if count < 1:
             raise ValueError(f"workers must be >= 1, got {count}")
         # spawn, not fork: the parent runs threads (this pool, progress bars), and forking a
         # multi-threaded process can deadlock the child.
         context = multiprocessing.get_context(start_method)
-        self._workers = [_Worker(context, memory_bytes) for _ in range(count)]
+        self._workers = [_Worker(context, memory_bytes, start_timeout_s) for _ in range(count)]
         self._margin = kill_margin_s
         # Idle workers: a thread holds one only while it has a job to run on it.
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
@@ -165,15 +213,19 @@ class ExecutionPool(Closing):
         on_start: OnStart | None = None,
         on_result: OnResult | None = None,
     ) -> list[ExecResult]:
-        """Run every job; the i-th result belongs to the i-th job, whatever happens to workers."""
+        """Run every job; the i-th result belongs to the i-th job, whatever happens to workers.
+
+        ``on_start(index, pid)`` is called each time a job is sent to a worker: twice for a job rerun
+        after its first worker died. Raises :class:`WorkerStartError` when a worker cannot start.
+        """
         if self._closed:
             raise RuntimeError("ExecutionPool is closed")
         results: list[ExecResult | None] = [None] * len(jobs)
         next_index = iter(range(len(jobs)))
         take = threading.Lock()
 
-        # An exception from a caller's callback stops the batch and is re-raised here, after every
-        # thread has stopped; it is never mistaken for an execution error of the item.
+        # An exception from a caller's callback, or a worker that cannot start, stops the batch and is
+        # re-raised here, after every thread has stopped; it is never mistaken for an item's own error.
         callback_errors: list[BaseException] = []
 
         def notify(callback: Callable[..., None] | None, *args: object) -> bool:
@@ -187,21 +239,32 @@ class ExecutionPool(Closing):
             return True
 
         def run_job(worker: _Worker, index: int) -> bool:
-            """Run one job on ``worker``; False when a callback failed and the batch must stop."""
-            try:
-                pid = worker.ensure_started()
-            except Exception as error:  # cannot start a process: this item fails, the batch goes on
-                results[index] = ExecResult("error", error=f"cannot start a worker: {error}")
-                return True
-            if not notify(on_start, index, pid):
-                return False
-            try:
-                result = worker.call(jobs[index], self._margin)
-            except Exception as error:  # a bug here must not lose the other results
-                worker.stop(kill=True)
-                result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
-            results[index] = result
-            return notify(on_result, index, result)
+            """Run one job on ``worker``; False when the batch must stop."""
+            exit_codes: list[int | None] = []
+            while True:
+                try:
+                    pid = worker.ensure_started()
+                except WorkerStartError as error:
+                    callback_errors.append(error)
+                    return False
+                if not notify(on_start, index, pid):
+                    return False
+                try:
+                    result = worker.call(jobs[index], self._margin)
+                except _WorkerDiedError as death:
+                    exit_codes.append(death.exit_code)
+                    if len(exit_codes) < ATTEMPTS_PER_JOB:
+                        continue
+                    codes = ", ".join(str(code) for code in exit_codes)
+                    result = ExecResult(
+                        "error",
+                        error=f"worker process died {len(exit_codes)} times (exit codes {codes}) running this query",
+                    )
+                except Exception as error:  # a bug here must not lose the other results
+                    worker.stop(kill=True)
+                    result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
+                results[index] = result
+                return notify(on_result, index, result)
 
         def drive() -> None:
             worker: _Worker | None = None

@@ -13,6 +13,8 @@ from progress_sql.types import ExecResult
 
 #: How many rows of a truncated result travel back to the parent (a prefix, for inspection).
 TRUNCATED_ROWS_SENT = 1_000
+#: What a worker sends once it can take jobs: the parent's deadlines count from here, not from the spawn.
+READY = "ready"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
     """Serve jobs from ``conn`` until it sends None or closes."""
     limit_memory(memory_bytes)
     executor = Executor()
+    conn.send(READY)
     while True:
         try:
             job = conn.recv()
