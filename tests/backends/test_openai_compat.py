@@ -22,6 +22,7 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), ChatHandler)
         self.requests: list[dict[str, Any]] = []
         self.fail_first: list[int] = []
+        self.max_choices: int | None = None  # a server that caps n (1: one that ignores it)
         self.lock = threading.Lock()
 
     @property
@@ -61,7 +62,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         choices = [
             {"index": i, "message": {"role": "assistant", "content": f"<think>{question}</think><sql>SELECT {i}</sql>"},
              "finish_reason": "stop"}
-            for i in reversed(range(request["n"]))  # out of order on purpose: the client sorts by index
+            for i in reversed(range(min(request.get("n", 1), self.server.max_choices or 99)))  # out of order on purpose
         ]  # fmt: skip
         self._send(200, {"id": "x", "object": "chat.completion", "choices": choices})
 
@@ -85,6 +86,46 @@ def test_generates_n_choices_per_conversation_in_order(server: ChatServer) -> No
     sent = server.requests[0]
     assert (sent["n"], sent["temperature"], sent["seed"], sent["max_tokens"]) == (3, 1.0, 7, 1024)
     assert sent["messages"][0]["role"] == "system"
+    assert len(server.requests) == 5
+    assert backend.draws == "one request per conversation with n"
+
+
+@pytest.mark.parametrize("max_choices", [1, 2])
+def test_samples_a_server_leaves_out_are_drawn_as_separate_requests(server: ChatServer, max_choices: int) -> None:
+    """A server that ignores n (transformers serve) or caps it answers with fewer choices: the rest come
+    from requests for one sample each, seeded seed + k so that they differ and a run repeats."""
+    server.max_choices = max_choices
+    backend = OpenAICompatibleBackend(server.base_url, "tiny", concurrency=3)
+    outputs = backend.generate([initial_messages("", f"q{i}") for i in range(3)], GenerationConfig(n=4, seed=7))
+    assert [len(out) for out in outputs] == [4, 4, 4]
+    assert outputs[1][0] == "<think>q1</think><sql>SELECT 0</sql>"
+    first = [r for r in server.requests if r.get("n") == 4]
+    extra = [r for r in server.requests if "n" not in r]
+    assert len(first) == 3
+    assert len(extra) == 3 * (4 - max_choices)
+    assert sorted(r["seed"] for r in extra if r["messages"][-1]["content"].endswith("q0")) == list(
+        range(7 + max_choices, 7 + 4)
+    )
+    assert f"the server returned {max_choices} choice(s)" in backend.draws
+
+
+def test_separate_sampling_never_sends_n(server: ChatServer) -> None:
+    backend = OpenAICompatibleBackend(server.base_url, "tiny", sampling="separate")
+    outputs = backend.generate([initial_messages("", "q")], GenerationConfig(n=3, temperature=1.0))
+    assert len(outputs[0]) == 3
+    assert [("n" in r, r["seed"]) for r in sorted(server.requests, key=lambda r: r["seed"])] == [
+        (False, 0),
+        (False, 1),
+        (False, 2),
+    ]
+    assert backend.draws.startswith("separate requests")
+
+
+def test_a_single_sample_sends_neither_n_nor_an_invented_seed(server: ChatServer) -> None:
+    backend = OpenAICompatibleBackend(server.base_url, "tiny")
+    backend.generate([initial_messages("", "q")], GenerationConfig())
+    assert "n" not in server.requests[0]
+    assert "seed" not in server.requests[0]
 
 
 def test_retries_transient_server_errors(server: ChatServer) -> None:

@@ -32,8 +32,12 @@ class GenerationConfig:
 
 
 class Backend(Protocol):
-    """Generates ``config.n`` responses for each conversation, in input order."""
+    """Generates ``config.n`` responses for each conversation, in input order; ``draws`` says how the
+    samples were drawn (recorded in ``summary.json``)."""
 
     name: str
+
+    @property
+    def draws(self) -> str: ...
 
     def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]: ...

@@ -40,6 +40,7 @@ class TransformersBackend:
     """Generates with a causal LM and its tokenizer, one conversation at a time, on CPU or GPU."""
 
     name = "transformers"
+    draws = "one generate call per conversation with num_return_sequences=n"
 
     def __init__(self, model: Any, tokenizer: Any, *, use_chat_template: bool | None = None) -> None:
         self.model = model

@@ -16,7 +16,11 @@ def _openai(options: Mapping[str, Any]) -> Backend:
     if not options.get("base_url") or not options.get("model"):
         raise ConfigError("the openai backend needs --base-url (e.g. http://localhost:8000/v1) and --model")
     return OpenAICompatibleBackend(
-        options["base_url"], options["model"], api_key=options.get("api_key"), concurrency=options.get("concurrency", 8)
+        options["base_url"],
+        options["model"],
+        api_key=options.get("api_key"),
+        concurrency=options.get("concurrency", 8),
+        sampling=options.get("sampling") or "n",
     )
 
 

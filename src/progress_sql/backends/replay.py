@@ -30,6 +30,7 @@ class ReplayBackend:
     """Answers each conversation with the next scripted response for its key."""
 
     name = "replay"
+    draws = "the next scripted responses of each conversation's key"
 
     def __init__(self, script: Mapping[str, Sequence[str]], key: KeyFn = question_key) -> None:
         self.script = {k: list(v) for k, v in script.items()}

@@ -43,6 +43,12 @@ def eval_command(
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling threshold."),
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per response."),
     seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
+    sampling: str = typer.Option(
+        "n",
+        "--sampling",
+        help="openai: 'n' asks for --n samples per request and draws what a server leaves out (it ignores or "
+        "caps n) as separate requests; 'separate' sends one request per sample (servers that refuse n).",
+    ),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
     suite: Path | None = typer.Option(None, "--suite", help="Test-suite folder: <db_id>/*.sqlite databases (TS)."),
     preset: str | None = common.preset_option(),
@@ -58,6 +64,8 @@ def eval_command(
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
     common.check_timeout(timeout)
     processes = common.resolve_workers(workers)
+    if sampling not in ("n", "separate"):
+        common.fail(f"--sampling must be 'n' or 'separate', got {sampling!r}")
     if (predictions is None) == (backend is None):
         common.fail("give exactly one of --predictions FILE and --backend NAME")
     if n < 1:
@@ -95,7 +103,12 @@ def eval_command(
         sample_lists = [[Sample(sql) for sql in loaded[e.index]] for e in examples]
     elif backend is not None:
         generator = make_backend(
-            backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
+            backend,
+            base_url=base_url,
+            model=model,
+            replay=replay,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            sampling=sampling,
         )
     present = sum(Path(e.db_path).is_file() for e in examples)
     started = time.perf_counter()
@@ -127,7 +140,7 @@ def eval_command(
         bar.update(job, completed=total)
     summary = summarize_run(
         inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
-        elapsed_s=time.perf_counter() - started,
+        elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
     )  # fmt: skip
     try:
         write_eval_run(out, records, summary, plots=plots)

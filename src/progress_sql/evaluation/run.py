@@ -129,7 +129,7 @@ class EvalSummary:
         return cls(**(required | optional | {"settings": EvalSettings.from_dict(data["settings"])}))
 
 
-def _decoding(inputs: EvalInputs, samples_per_example: int) -> dict[str, Any]:
+def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -> dict[str, Any]:
     generation = inputs.generation
     if inputs.backend is None:  # a prediction file: its own number of samples, no sampling settings
         n = samples_per_example
@@ -143,13 +143,20 @@ def _decoding(inputs: EvalInputs, samples_per_example: int) -> dict[str, Any]:
         "max_tokens": generation.max_tokens,
         "seed": generation.seed,
         "schema_profile": inputs.schema_profile,
+        "draws": draws,
     }
 
 
 def summarize_run(
-    inputs: EvalInputs, records: Sequence[EvalRecord], *, gold_cache: Mapping[str, int], elapsed_s: float
+    inputs: EvalInputs,
+    records: Sequence[EvalRecord],
+    *,
+    gold_cache: Mapping[str, int],
+    elapsed_s: float,
+    draws: str | None = None,
 ) -> EvalSummary:
-    """The typed summary of a finished run: settings, versions, metrics and notes."""
+    """The typed summary of a finished run: settings, versions, metrics and notes; ``draws`` says how
+    the backend drew its samples (its ``draws``)."""
     metrics = summarize_eval(records)
     spec = inputs.task
     if inputs.predictions is not None:
@@ -168,7 +175,7 @@ def summarize_run(
         predictions=str(inputs.predictions) if inputs.predictions is not None else None,
         backend=inputs.backend,
         model=inputs.model,
-        decoding=_decoding(inputs, metrics["samples_per_example"]),
+        decoding=_decoding(inputs, metrics["samples_per_example"], draws),
         suite=str(inputs.suite) if inputs.suite is not None else None,
         preset=describe(inputs.preset),
         limits=asdict(inputs.limits),
