@@ -181,7 +181,8 @@ def test_golden_case(case: GoldenCase) -> None:
 def test_realistic_collection_is_large_and_marked() -> None:
     assert len(REALISTIC_CASES) >= 40
     for case in REALISTIC_CASES:
-        assert case.db is not None and case.equivalent is not None, case.name
+        assert case.db is not None, case.name
+        assert case.equivalent is not None, case.name
         known = case.differs in CLAUSE_TAGS or case.differs == VALUES_ONLY
         assert case.equivalent or known, f"{case.name}: name the clause that differs"
 
@@ -210,7 +211,8 @@ def test_realistic_differences_are_named() -> None:
         diagnosis = diagnose(case.pred, prepare_gold(case.gold, _schema(case.db or "")))
         tags = set(diagnosis.tags)
         if case.differs == VALUES_ONLY:
-            assert not tags and "Check literal values" in diagnosis.feedback, case.name
+            assert not tags, case.name
+            assert "Check literal values" in diagnosis.feedback, case.name
             continue
         assert tags & CLAUSE_TAGS[case.differs], f"{case.name}: {sorted(tags)} names no {case.differs} tag"
         assert tags <= TAGS.keys()

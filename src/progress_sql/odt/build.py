@@ -179,13 +179,13 @@ def _query_node(
         visible, own = _declare(query, ctes)
         op = _set_op_name(query)
         arm_queries = _set_op_arms(query, op)
-        arms = tuple(
-            _query_node(arm, scope, build, visible, projection_free=projection_free) for arm in arm_queries
-        )
+        arms = tuple(_query_node(arm, scope, build, visible, projection_free=projection_free) for arm in arm_queries)
         order = query.args.get("order")
         first = arm_queries[0]
         # ORDER BY after a set operation names output columns (or positions of the first arm).
-        renderer = Renderer(Scope(schema=build.schema), items=first.expressions if isinstance(first, exp.Select) else ())
+        renderer = Renderer(
+            Scope(schema=build.schema), items=first.expressions if isinstance(first, exp.Select) else ()
+        )
         limit, offset = limit_and_offset(query, renderer)
         return OdtNode(
             "SET_OP",

@@ -46,9 +46,7 @@ def describe_location(location: Sequence[str]) -> str:
     return " inside ".join(_describe_step(step) for step in reversed(location))
 
 
-def feedback_text(
-    tags: Sequence[str | Finding], status: str, config: OdtConfig = _DEFAULT, details: str = ""
-) -> str:
+def feedback_text(tags: Sequence[str | Finding], status: str, config: OdtConfig = _DEFAULT, details: str = "") -> str:
     """The feedback message for ``tags`` (codes, or findings with locations); the fallback when either
     side is unparsable, the neutral message when the structure matches (no tags). ``details`` (an
     execution error, a result preview) follows the descriptions when the environment's feedback

@@ -167,7 +167,7 @@ def _limit_value(node: exp.Expr | None, renderer: Renderer) -> str | None:
     if not isinstance(value, exp.Expr):
         return "?"
     if isinstance(value, exp.Literal):
-        return value.this.lower()
+        return str(value.this).lower()
     return renderer.render(value)
 
 

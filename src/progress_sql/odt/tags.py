@@ -92,7 +92,9 @@ def _both_join(pred: SelectProfile, gold: SelectProfile) -> bool:
 LOCAL_RULES: tuple[LocalRule, ...] = (
     LocalRule("SELECT_ERROR", lambda p, g, s: min(s["select_items"], s["item_count"])),
     LocalRule("SELECT_ORDER_MISMATCH", _feature("select_order")),
-    LocalRule("AGGREGATION_MISMATCH", _aggregation_similarity, lambda p, g: not (p.projection_free or g.projection_free)),
+    LocalRule(
+        "AGGREGATION_MISMATCH", _aggregation_similarity, lambda p, g: not (p.projection_free or g.projection_free)
+    ),
     LocalRule("DISTINCT_MISMATCH", _feature("distinct")),
     LocalRule("FROM_OR_JOIN_TABLE_MISMATCH", _feature("tables")),
     LocalRule("JOIN_MISSING", _feature("join_count"), lambda p, g: p.join_count < g.join_count),
