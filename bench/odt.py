@@ -6,7 +6,10 @@ of ``--repeat`` runs:
 * parse     ``parse_sql`` on every prediction (the baseline: sqlglot's parser behind our limits);
 * build     ``build_odt`` on every prediction (parse + double-quote rule + profile tree);
 * diagnose  ``diagnose(pred, gold)`` with each gold prepared once beforehand (the reward loop's case);
-* diagnose+gold  the same, preparing the gold inside the loop for every pair.
+* diagnose+gold  the same, preparing the gold inside the loop for every pair;
+* diagnose+schema  ``diagnose(pred, gold)`` with each gold prepared once with its database's schema, so
+  that the prediction is also judged by SQLite (``EXPLAIN`` against the schema) and its columns are
+  qualified through the schema: the environment's case (golds whose database is missing: no schema).
 
 It prints a table (pairs/s, microseconds per pair, ratio to parse) and records it in
 docs/benchmarks.md under "## ODT" with the command, date and machine. Run from the repository root:
@@ -27,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from _common import DEFAULT_DATA, DEFAULT_DOC, machine, median_seconds, provenance, write_section
+from progress_sql.data.schema import Schema, read_schema
 from progress_sql.odt import build_odt, diagnose, prepare_gold
 from progress_sql.sql.parse import parse_sql
 
@@ -71,11 +75,25 @@ def load_golds(data: Path) -> list[str]:
     return [line.rpartition("\t")[0] for line in lines]
 
 
-def measure(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int) -> list[Stage]:
+def load_schemas(data: Path) -> list[Schema | None]:
+    """Each dev gold's database schema (None where the database is missing)."""
+    lines = (data / "spider" / "dev_gold.sql").read_text(encoding="utf-8").splitlines()
+    schemas: dict[str, Schema | None] = {}
+    for db_id in {line.rpartition("\t")[2] for line in lines}:
+        path = data / "spider" / "database" / db_id / f"{db_id}.sqlite"
+        schemas[db_id] = read_schema(path) if path.is_file() else None
+    return [schemas[line.rpartition("\t")[2]] for line in lines]
+
+
+def measure(
+    pairs: Sequence[tuple[str, int]], golds: Sequence[str], schemas: Sequence[Schema | None], repeat: int
+) -> list[Stage]:
     preds = [pred for pred, _ in pairs]
     gold_sql = [golds[index] for _, index in pairs]
     prepared = {index: prepare_gold(golds[index]) for index in {index for _, index in pairs}}
     references = [prepared[index] for _, index in pairs]
+    with_schema = {index: prepare_gold(golds[index], schemas[index]) for index in {index for _, index in pairs}}
+    schema_references = [with_schema[index] for _, index in pairs]
 
     def parse() -> None:
         for pred in preds:
@@ -93,11 +111,16 @@ def measure(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int)
         for pred, gold in zip(preds, gold_sql, strict=True):
             diagnose(pred, prepare_gold(gold))
 
+    def diagnose_with_schema() -> None:
+        for pred, reference in zip(preds, schema_references, strict=True):
+            diagnose(pred, reference)
+
     stages = (
         ("parse", "parse_sql(pred)", parse),
         ("build", "build_odt(pred)", build),
         ("diagnose", "diagnose(pred, gold prepared once)", diagnose_prepared),
         ("diagnose+gold", "prepare_gold(gold) + diagnose(pred, gold)", diagnose_with_gold),
+        ("diagnose+schema", "diagnose(pred, gold prepared once with its schema)", diagnose_with_schema),
     )
     for _, _, run in stages:  # warm up every code path once, untimed
         run()
@@ -144,7 +167,7 @@ def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, inf
             f"| {stage.microseconds(pairs):,.0f} | {stage.seconds / baseline.seconds:.2f} |"
         )
     verdicts = []
-    for name in ("diagnose", "diagnose+gold"):
+    for name in ("diagnose", "diagnose+gold", "diagnose+schema"):
         rate = by_name[name].per_second(pairs)
         verdict = "met" if rate >= TARGET_PER_SECOND else "NOT met"
         verdicts.append(f"{name} {rate:,.0f}/s: {verdict}")
@@ -171,8 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pairs is not None:
         pairs = pairs[: args.pairs]
     golds = load_golds(args.data_dir)
+    schemas = load_schemas(args.data_dir)
     info = machine()
-    stages = measure(pairs, golds, args.repeat)
+    stages = measure(pairs, golds, schemas, args.repeat)
 
     console = Console(width=150)
     console.print(render_table(stages, len(pairs)))

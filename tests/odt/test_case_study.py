@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from progress_sql.data import case_study
 from progress_sql.odt import diagnose, prepare_gold
+from progress_sql.odt.config import PROFILES
 
 TURN_1_TAGS = {
     "SELECT_ERROR",
@@ -52,3 +53,21 @@ def test_feedback_names_tags_in_the_paper_template_without_the_gold() -> None:
     assert diagnosis.feedback.endswith("Do not output any text outside those tags.")
     for gold_fragment in ("supplier_name", "lens_id", "COUNT(cl.lens_id)", "rating >= 4"):
         assert gold_fragment not in diagnosis.feedback
+
+
+#: The tag sets the paper prints in Appendix G (its order: JOIN_KEY_MISMATCH first; ours is the catalogue's).
+PAPER_TURN_1 = {"JOIN_KEY_MISMATCH", "FROM_OR_JOIN_TABLE_MISMATCH", "SELECT_ERROR", "GROUP_BY_ERROR"}
+PAPER_TURN_2 = {"JOIN_KEY_MISMATCH", "FROM_OR_JOIN_TABLE_MISMATCH"}
+
+
+def test_paper_case_study_profile_reproduces_the_printed_tag_sets() -> None:
+    config = PROFILES["paper-case-study"]
+    gold = prepare_gold(case_study.GOLD_SQL, config=config)
+    turn_1, turn_2, turn_3 = (diagnose(sql, gold, config=config) for sql in case_study.TURNS)
+    assert set(turn_1.tags) == PAPER_TURN_1
+    assert set(turn_2.tags) == PAPER_TURN_2
+    assert turn_3.tags == ()
+    default = prepare_gold(case_study.GOLD_SQL)
+    assert [diagnose(sql, gold, config=config).f_struct for sql in case_study.TURNS] == [
+        diagnose(sql, default).f_struct for sql in case_study.TURNS
+    ]

@@ -22,7 +22,8 @@ MODELS = (1, 2, 3, 4, 5)
 #: Predictions whose ODT cannot be built (sqlglot 30.30.0).
 UNBUILDABLE = {1: 44, 2: 14, 3: 0, 4: 0, 5: 0}
 #: Mean F_struct against the gold, rounded to 3 decimals.
-MEAN_F_STRUCT = {1: 0.764, 2: 0.772, 3: 0.783, 4: 0.786, 5: 0.788}
+#: Issue 16 lowered each by 0.001-0.003: SELECT column order and the LIMIT value are now profiled.
+MEAN_F_STRUCT = {1: 0.763, 2: 0.769, 3: 0.781, 4: 0.784, 5: 0.785}
 STATUSES = ("ok", "pred_unparsable", "gold_unparsable")
 
 

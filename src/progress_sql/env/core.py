@@ -261,7 +261,7 @@ class SQLRefineEnv(Closing):
             rows = result.rows[: self.config.preview_rows]
             preview = "; ".join("(" + ", ".join(repr(v)[:40] for v in row) + ")" for row in rows) or "no rows"
             details = f"Your query returned {len(result.rows)} row(s); first rows: {preview}."
-        return feedback_text(diagnosis.tags, diagnosis.status, self.config.odt, details)
+        return feedback_text(diagnosis.findings, diagnosis.status, self.config.odt, details)
 
     def _score(self) -> RewardBreakdown:
         assert self._example is not None

@@ -1,25 +1,39 @@
 """SQL syntax tree -> Oracle-guided Diagnostic Tree (paper, Appendix D, "ODT Construction"); the node
 types: docs/odt.md#pipeline, step 3.
 
+A CTE hangs where it is read: a FROM / JOIN source that names a CTE gets the CTE's body as a child
+node, as a derived table would (so ``WITH t AS (...) SELECT ... FROM t`` and ``SELECT ... FROM (...) AS
+t`` build the same tree); a CTE nobody reads hangs from the query that declares it.
+
 >>> tree = build_odt("WITH t AS (SELECT a FROM x) SELECT a FROM t WHERE a IN (SELECT b FROM y)")
 >>> print(tree.outline())
 ROOT
-  CTE t
-    SELECT
   SELECT
+    CTE t
+      SELECT
     SUBQUERY where
       SELECT
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlglot import exp
 
 from progress_sql.data.schema import Schema
-from progress_sql.odt.profile import SelectProfile, local_nodes, profile_select, scope_for
+from progress_sql.odt.profile import (
+    SelectProfile,
+    cte_reference,
+    limit_and_offset,
+    local_nodes,
+    non_default_nulls,
+    profile_select,
+    scope_for,
+    sources_of,
+)
 from progress_sql.odt.signature import Renderer, Scope
 from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
@@ -39,9 +53,24 @@ class OdtNode:
     label: str = ""
     profile: SelectProfile | None = None
     children: tuple[OdtNode, ...] = ()
-    #: A SET_OP's own ORDER BY keys and LIMIT flag (a SELECT keeps these in its profile).
+    #: A SET_OP's own ORDER BY keys, NULLs placements, LIMIT and OFFSET (a SELECT keeps these in its profile).
     order_by: frozenset[str] = frozenset()
-    has_limit: bool = False
+    order_nulls: frozenset[str] = frozenset()
+    limit: str | None = None
+    offset: str | None = None
+
+    @property
+    def has_limit(self) -> bool:
+        return self.limit is not None
+
+    @property
+    def step(self) -> str:
+        """This node's part of a location: ``where`` (a subquery in WHERE), ``cte:t``; '' for queries."""
+        if self.kind == "SUBQUERY":
+            return self.label
+        if self.kind == "CTE":
+            return f"cte:{self.label}"
+        return ""
 
     def outline(self, indent: int = 0) -> str:
         """A readable indented dump of the tree."""
@@ -59,13 +88,49 @@ def _unwrap(node: exp.Expr) -> exp.Expr:
     return node
 
 
-def _cte_nodes(query: exp.Expr, scope: Scope | None, schema: Schema | None) -> list[OdtNode]:
+@dataclass(frozen=True, slots=True)
+class _Cte:
+    """A WITH entry: its body and the CTEs its body can read (those declared before it)."""
+
+    name: str
+    body: exp.Expr
+    visible: Mapping[str, _Cte]
+
+
+@dataclass(slots=True)
+class _Build:
+    """State of one tree build: the schema and which CTEs were read (by identity)."""
+
+    schema: Schema | None
+    used: set[int] = field(default_factory=set)
+    #: Inlined CTE bodies so far; beyond the cap a CTE reads as a table (chains of CTEs that each
+    #: read the previous one twice would otherwise grow the tree exponentially).
+    inlined: int = 0
+
+
+MAX_INLINED_CTES = 64
+
+
+def _declare(query: exp.Expr, ctes: Mapping[str, _Cte]) -> tuple[dict[str, _Cte], list[_Cte]]:
+    """The CTEs visible inside ``query`` (outer ones plus its own WITH) and its own WITH entries."""
     with_clause = query.args.get("with_")
     if with_clause is None:
-        return []
+        return dict(ctes), []
+    visible = dict(ctes)
+    own = []
+    for cte in with_clause.expressions:
+        entry = _Cte(cte.alias.lower(), cte.this, dict(visible))  # a self-reference reads as a table
+        own.append(entry)
+        visible[entry.name] = entry
+    return visible, own
+
+
+def _unused_ctes(own: list[_Cte], build: _Build) -> list[OdtNode]:
+    """CTEs declared by a query and read nowhere: children of the declaring query."""
     return [
-        OdtNode("CTE", cte.alias.lower(), children=(_query_node(cte.this, scope, schema),))
-        for cte in with_clause.expressions
+        OdtNode("CTE", entry.name, children=(_query_node(entry.body, None, build, entry.visible),))
+        for entry in own
+        if id(entry) not in build.used
     ]
 
 
@@ -86,31 +151,71 @@ def _set_op_name(node: exp.Expr) -> str:
     return "union all" if name == "union" and not node.args.get("distinct") else name
 
 
-def _query_node(query: exp.Expr, scope: Scope | None, schema: Schema | None) -> OdtNode:
+def _values_as_select(values: exp.Values) -> exp.Select:
+    """``VALUES (a, b), ...`` reads as ``SELECT a, b``: SQLite runs it as a query, so the ODT does too
+    (the rows beyond the first are data, like literals)."""
+    rows = values.expressions
+    first = rows[0].expressions if rows and isinstance(rows[0], exp.Tuple) else rows[:1]
+    return exp.Select(expressions=[item.copy() for item in first])
+
+
+def _query_node(
+    query: exp.Expr,
+    scope: Scope | None,
+    build: _Build,
+    ctes: Mapping[str, _Cte],
+    *,
+    projection_free: bool = False,
+) -> OdtNode:
     query = _unwrap(query)
+    if isinstance(query, exp.Values):
+        query = _values_as_select(query)
     if isinstance(query, exp.Select):
-        return _select_node(query, scope, schema)
+        visible, own = _declare(query, ctes)
+        node = _select_node(query, scope, build, visible, projection_free)
+        unused = _unused_ctes(own, build)
+        return node if not unused else OdtNode(node.kind, node.label, node.profile, (*node.children, *unused))
     if isinstance(query, exp.SetOperation):
+        visible, own = _declare(query, ctes)
         op = _set_op_name(query)
         arm_queries = _set_op_arms(query, op)
-        arms = tuple(_query_node(arm, scope, schema) for arm in arm_queries)
+        arms = tuple(_query_node(arm, scope, build, visible, projection_free=projection_free) for arm in arm_queries)
         order = query.args.get("order")
         first = arm_queries[0]
         # ORDER BY after a set operation names output columns (or positions of the first arm).
-        renderer = Renderer(Scope(schema=schema), items=first.expressions if isinstance(first, exp.Select) else ())
+        renderer = Renderer(
+            Scope(schema=build.schema), items=first.expressions if isinstance(first, exp.Select) else ()
+        )
+        limit, offset = limit_and_offset(query, renderer)
         return OdtNode(
             "SET_OP",
             op,
-            children=(*_cte_nodes(query, scope, schema), *arms),
+            children=(*arms, *_unused_ctes(own, build)),
             order_by=frozenset(renderer.render(key) for key in order.expressions) if order is not None else frozenset(),
-            has_limit=query.args.get("limit") is not None,
+            order_nulls=non_default_nulls(order, renderer),
+            limit=limit,
+            offset=offset,
         )
     raise NotAQueryError(f"{query.key.upper()} is not a query")
 
 
-def _select_node(select: exp.Select, parent: Scope | None, schema: Schema | None) -> OdtNode:
-    scope = scope_for(select, schema, parent)
-    children = _cte_nodes(select, parent, schema)
+def _cte_child(source: exp.Expr, build: _Build, ctes: Mapping[str, _Cte]) -> OdtNode | None:
+    name = cte_reference(source, ctes)
+    if name is None or build.inlined >= MAX_INLINED_CTES:
+        return None
+    entry = ctes[name]
+    build.used.add(id(entry))
+    build.inlined += 1
+    return OdtNode("CTE", name, children=(_query_node(entry.body, None, build, entry.visible),))
+
+
+def _select_node(
+    select: exp.Select, parent: Scope | None, build: _Build, ctes: Mapping[str, _Cte], projection_free: bool
+) -> OdtNode:
+    readable = ctes if build.inlined < MAX_INLINED_CTES else {}
+    scope = scope_for(select, build.schema, parent, readable.keys())
+    children: list[OdtNode] = []
+    cte_sources = {id(source) for source in sources_of(select) if cte_reference(source, readable) is not None}
     for clause, value in select.args.items():
         if clause == "with_" or value is None:
             continue
@@ -119,20 +224,23 @@ def _select_node(select: exp.Select, parent: Scope | None, schema: Schema | None
             if not isinstance(part, exp.Expr):
                 continue
             for node in local_nodes(part):
-                if isinstance(node, (exp.Query, exp.Subquery)):
-                    children.append(OdtNode("SUBQUERY", label, children=(_query_node(node, scope, schema),)))
-    return OdtNode("SELECT", profile=profile_select(select, scope), children=tuple(children))
+                if id(node) in cte_sources:
+                    child = _cte_child(node, build, readable)
+                    if child is not None:
+                        children.append(child)
+                elif isinstance(node, (exp.Query, exp.Subquery)):
+                    exists = isinstance(node.parent, exp.Exists) or (
+                        isinstance(node, exp.Subquery) and isinstance(node.parent, exp.Exists)
+                    )
+                    child_query = _query_node(node, scope, build, ctes, projection_free=exists)
+                    children.append(OdtNode("SUBQUERY", label, children=(child_query,)))
+    profile = profile_select(select, scope, projection_free=projection_free)
+    return OdtNode("SELECT", profile=profile, children=tuple(children))
 
 
 def tree_from_ast(statement: exp.Expr, schema: Schema | None = None) -> OdtNode:
-    """Build the ODT of a parsed statement; raises :class:`NotAQueryError` for non-queries.
-
-    The statement's own WITH entries hang from ROOT, beside the main query.
-    """
-    main = _query_node(statement, None, schema)
-    ctes = tuple(child for child in main.children if child.kind == "CTE")
-    rest = tuple(child for child in main.children if child.kind != "CTE")
-    return OdtNode("ROOT", children=(*ctes, replace(main, children=rest)))
+    """Build the ODT of a parsed statement; raises :class:`NotAQueryError` for non-queries."""
+    return OdtNode("ROOT", children=(_query_node(statement, None, _Build(schema), {}),))
 
 
 def build_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT) -> OdtNode | ParseFailure:

@@ -92,3 +92,16 @@ class OdtConfig:
 
     def threshold(self, tag: str) -> float:
         return self.thresholds.get(tag, self.default_threshold)
+
+
+#: Tags the paper's Appendix G never prints although its turns differ there (docs/odt.md#the-case-study-
+#: beside-the-paper): a threshold of 0 silences a tag (a similarity is never below 0).
+_PAPER_SILENT = ("JOIN_REDUNDANT", "HAVING_MISSING", "HAVING_REDUNDANT", "HAVING_ERROR")
+
+#: Named threshold profiles. ``paper-case-study`` reproduces the tag sets printed in the paper's
+#: Appendix G (turn 1: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH, SELECT_ERROR, GROUP_BY_ERROR;
+#: turn 2: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH); scores are the default's.
+PROFILES: Mapping[str, OdtConfig] = {
+    "default": OdtConfig(),
+    "paper-case-study": OdtConfig(thresholds=dict.fromkeys(_PAPER_SILENT, 0.0)),
+}

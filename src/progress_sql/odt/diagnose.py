@@ -11,6 +11,25 @@ The gold side is prepared once per example (:func:`prepare_gold`) and reused for
 (1.0, (), True)
 >>> diagnose("SELEC name FROM", gold).tags
 ('PARSE_ERROR',)
+
+Tags found in a nested query carry its location, and the feedback says where:
+
+>>> gold = prepare_gold("SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)")
+>>> d = diagnose("SELECT name FROM singer WHERE age > (SELECT max(age) FROM singer)", gold)
+>>> [str(finding) for finding in d.findings]
+['SELECT_ERROR@where', 'AGGREGATION_MISMATCH@where', 'SUBQUERY_ERROR@where']
+>>> print(d.feedback.split(". Revise")[0])  # doctest: +NORMALIZE_WHITESPACE
+Feedback: your previous SQL has structural issues: SELECT_ERROR, AGGREGATION_MISMATCH, SUBQUERY_ERROR. In the
+subquery in WHERE: SELECT projection differs from reference. Aggregation usage differs from reference. A nested
+query is structured differently from reference
+
+With a schema, SQLite itself judges the syntax first (sqlglot accepts more than SQLite does):
+
+>>> from progress_sql.data.schema import Schema
+>>> schema = Schema.from_mapping({"singer": ["singer_id", "name", "age"]})
+>>> d = diagnose("SELECT name FROM singer GROUP BY", prepare_gold("SELECT name FROM singer", schema))
+>>> d.status, d.tags, d.reason
+('pred_unparsable', ('PARSE_ERROR',), 'SQLite: incomplete input')
 """
 
 from __future__ import annotations
@@ -24,9 +43,10 @@ from progress_sql.odt.build import OdtNode, build_odt
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.feedback import feedback_text
 from progress_sql.odt.score import compare_trees
-from progress_sql.odt.tags import TAG_ORDER
+from progress_sql.odt.tags import TAG_ORDER, Finding
 from progress_sql.sql.lexical import bigrams, lexical_similarity
 from progress_sql.sql.parse import ParseFailure
+from progress_sql.sql.verdict import sqlite_rejection
 
 DiagnosisStatus = Literal["ok", "pred_unparsable", "gold_unparsable"]
 _DEFAULT = OdtConfig()
@@ -56,6 +76,8 @@ class Diagnosis:
     feedback: str
     features: Mapping[str, float] = field(default_factory=dict)
     reason: str | None = None
+    #: Every tag with where it was found (``tags`` holds the distinct codes).
+    findings: tuple[Finding, ...] = ()
 
     @property
     def f(self) -> float:
@@ -88,19 +110,31 @@ def diagnose(
     pred_tree = build_odt(pred_text, schema, dialect=config.dialect)
     if isinstance(pred_tree, ParseFailure):
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
+    # SQLite's verdict only where sqlglot built a tree: what sqlglot refuses, SQLite refuses too.
+    rejection = sqlite_rejection(pred_text, schema.tables) if schema is not None else None
+    if rejection is not None:
+        return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, rejection, config)
     comparison = compare_trees(pred_tree, gold.tree, config)
+    findings = tuple(sorted(comparison.findings, key=_finding_order))
     tags = tuple(sorted(comparison.tags, key=TAG_ORDER.__getitem__))
     return Diagnosis(
         status="ok",
         f_struct=comparison.score,
         f_lex=f_lex,
         tags=tags,
-        feedback=feedback_text(tags, "ok", config),
+        feedback=feedback_text(findings, "ok", config),
         features=comparison.features,
+        findings=findings,
     )
+
+
+def _finding_order(finding: Finding) -> tuple[int, tuple[str, ...], int]:
+    """The main query first, then each location in path order; catalogue order within a location."""
+    return len(finding.location), finding.location, TAG_ORDER[finding.tag]
 
 
 def _unparsable(
     status: DiagnosisStatus, tags: tuple[str, ...], f_lex: float, reason: str, config: OdtConfig
 ) -> Diagnosis:
-    return Diagnosis(status, 0.0, f_lex, tags, feedback_text(tags, status, config), reason=reason)
+    findings = tuple(Finding(tag) for tag in tags)
+    return Diagnosis(status, 0.0, f_lex, tags, feedback_text(tags, status, config), reason=reason, findings=findings)

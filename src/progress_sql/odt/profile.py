@@ -12,7 +12,7 @@ docs/odt.md#pipeline, step 4); a nested query is the placeholder ``<subquery>`` 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -44,6 +44,18 @@ class SelectProfile:
     has_aggregation: bool
     distinct: bool
     aggregates: frozenset[str]
+    #: SELECT item signatures in their written order (S is a set; this keeps the column order).
+    select_order: tuple[str, ...] = ()
+    #: Join types other than inner, one entry per joined source (``left``, ``left#2``, ``full``, ...);
+    #: a comma, CROSS, NATURAL or plain JOIN is inner.
+    join_types: frozenset[str] = frozenset()
+    #: The LIMIT row count and the OFFSET (literals keep their value here), None when absent.
+    limit: str | None = None
+    offset: str | None = None
+    #: ORDER BY keys whose NULLs placement is not SQLite's default (NULLs first ascending, last descending).
+    order_nulls: frozenset[str] = frozenset()
+    #: The SELECT list does not matter: the query is the operand of EXISTS.
+    projection_free: bool = False
 
 
 def local_nodes(root: exp.Expr) -> Iterator[exp.Expr]:
@@ -71,8 +83,19 @@ def conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
             yield node
 
 
-def _source_entry(source: exp.Expr) -> tuple[str, str | None, str | None]:
+def cte_reference(source: exp.Expr, cte_names: Container[str]) -> str | None:
+    """The lower-cased CTE name a FROM / JOIN source reads, or None when it is not a CTE."""
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier) and not source.args.get("db"):
+        name = source.name.lower()
+        return name if name in cte_names else None
+    return None
+
+
+def _source_entry(source: exp.Expr, cte_names: Container[str]) -> tuple[str, str | None, str | None]:
     alias = source.alias.lower() or None
+    cte = cte_reference(source, cte_names)
+    if cte is not None:  # a CTE is a derived table written elsewhere
+        return SUBQUERY, None, alias or cte
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
         name = source.name.lower()
         return name, name, alias
@@ -81,12 +104,23 @@ def _source_entry(source: exp.Expr) -> tuple[str, str | None, str | None]:
     return source.key, None, alias
 
 
-def scope_for(select: exp.Select, schema: Schema | None = None, parent: Scope | None = None) -> Scope:
-    """Resolve the FROM / JOIN sources of ``select``; repeated sources are ``name``, ``name#2``, ..."""
+def sources_of(select: exp.Select) -> list[exp.Expr]:
+    """The FROM source and the joined sources of ``select``, in order."""
     from_clause = select.args.get("from_")
     raw: list[exp.Expr] = [from_clause.this] if from_clause is not None else []
     raw.extend(join.this for join in select.args.get("joins") or ())
-    entries = [_source_entry(source) for source in raw]
+    return raw
+
+
+def scope_for(
+    select: exp.Select,
+    schema: Schema | None = None,
+    parent: Scope | None = None,
+    cte_names: Container[str] = frozenset(),
+) -> Scope:
+    """Resolve the FROM / JOIN sources of ``select``; repeated sources are ``name``, ``name#2``, ...
+    A source that reads a CTE of ``cte_names`` is ``<subquery>``, as a derived table is."""
+    entries = [_source_entry(source, cte_names) for source in sources_of(select)]
     seen: Counter[str] = Counter()
     indexed = []
     for name, table, alias in entries:
@@ -105,16 +139,57 @@ def _join_atoms(select: exp.Select, renderer: Renderer) -> list[str]:
     atoms: list[str] = []
     sources = renderer.scope.sources
     for position, join in enumerate(select.args.get("joins") or (), start=1):
-        side = join.side.lower()
-        prefix = f"{side} join: " if side else ""
         condition = join.args.get("on")
         if condition is not None:
-            atoms.extend(prefix + renderer.render(atom) for atom in conjuncts(condition))
+            atoms.extend(renderer.render(atom) for atom in conjuncts(condition))
         for column in join.args.get("using") or ():
             name = column.name.lower()
             left, right = sorted((f"{sources[position - 1].resolved}.{name}", f"{sources[position].resolved}.{name}"))
-            atoms.append(f"{prefix}{left} = {right}")
+            atoms.append(f"{left} = {right}")
     return atoms
+
+
+def _join_types(select: exp.Select) -> frozenset[str]:
+    """Outer join sides, numbered when repeated (the join type is its own feature, not part of J)."""
+    seen: Counter[str] = Counter()
+    for join in select.args.get("joins") or ():
+        side = join.side.lower()
+        if side:
+            seen[side] += 1
+    return frozenset(side if n == 1 else f"{side}#{n}" for side, count in seen.items() for n in range(1, count + 1))
+
+
+def _limit_value(node: exp.Expr | None, renderer: Renderer) -> str | None:
+    """A LIMIT / OFFSET operand with its literal value kept (the count is what differs)."""
+    if node is None:
+        return None
+    value = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
+    if not isinstance(value, exp.Expr):
+        return "?"
+    if isinstance(value, exp.Literal):
+        return str(value.this).lower()
+    return renderer.render(value)
+
+
+def limit_and_offset(query: exp.Expr, renderer: Renderer) -> tuple[str | None, str | None]:
+    """The LIMIT count and OFFSET of a query (``LIMIT 2, 5`` reads as LIMIT 5 OFFSET 2)."""
+    limit = _limit_value(query.args.get("limit"), renderer)
+    offset = _limit_value(query.args.get("offset"), renderer)
+    if offset is None and isinstance(query.args.get("limit"), exp.Limit):
+        offset = _limit_value(query.args["limit"].args.get("offset"), renderer)
+    return limit, offset
+
+
+def non_default_nulls(order: exp.Expr | None, renderer: Renderer) -> frozenset[str]:
+    """ORDER BY keys whose NULLs placement differs from SQLite's (first ascending, last descending)."""
+    if order is None:
+        return frozenset()
+    keys = set()
+    for key in order.expressions:
+        if isinstance(key, exp.Ordered) and bool(key.args.get("nulls_first")) == bool(key.args.get("desc")):
+            placement = "nulls first" if key.args.get("nulls_first") else "nulls last"
+            keys.add(f"{renderer.render(key)} {placement}")
+    return frozenset(keys)
 
 
 def _is_implicit_join(atom: exp.Expr, renderer: Renderer) -> bool:
@@ -125,8 +200,9 @@ def _is_implicit_join(atom: exp.Expr, renderer: Renderer) -> bool:
     return left is not None and right is not None and left != right
 
 
-def profile_select(select: exp.Select, scope: Scope) -> SelectProfile:
-    """Compute the profile of ``select`` with names resolved in ``scope``."""
+def profile_select(select: exp.Select, scope: Scope, *, projection_free: bool = False) -> SelectProfile:
+    """Compute the profile of ``select`` with names resolved in ``scope``; ``projection_free`` for
+    the operand of EXISTS, whose SELECT list does not matter."""
     items = list(select.expressions)
     item_renderer = Renderer(scope)
     output_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
@@ -148,8 +224,10 @@ def profile_select(select: exp.Select, scope: Scope) -> SelectProfile:
     order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
 
     aggregates = frozenset(node.key for item in items for node in local_nodes(item) if isinstance(node, exp.AggFunc))
+    select_order = tuple(item_renderer.render(item) for item in items)
+    limit, offset = limit_and_offset(select, renderer)
     return SelectProfile(
-        select=frozenset(item_renderer.render(item) for item in items),
+        select=frozenset(select_order),
         tables=frozenset(source.resolved for source in scope.sources),
         joins=frozenset(join_atoms),
         where=frozenset(where_atoms),
@@ -162,8 +240,14 @@ def profile_select(select: exp.Select, scope: Scope) -> SelectProfile:
         has_group_by=bool(group_keys),
         has_having=bool(having_atoms),
         has_order_by=bool(order_keys),
-        has_limit=select.args.get("limit") is not None,
+        has_limit=limit is not None,
         has_aggregation=bool(aggregates),
         distinct=select.args.get("distinct") is not None,
         aggregates=aggregates,
+        select_order=select_order,
+        join_types=_join_types(select),
+        limit=limit,
+        offset=offset,
+        order_nulls=non_default_nulls(order, renderer),
+        projection_free=projection_free,
     )

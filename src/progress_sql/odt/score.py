@@ -3,7 +3,7 @@ docs/odt.md#pipeline, step 5.
 
 >>> from progress_sql.odt.build import build_odt
 >>> result = compare_trees(build_odt("SELECT a FROM t"), build_odt("SELECT a FROM t WHERE b = 1"))
->>> round(result.score, 4), sorted(result.tags)
+>>> round(result.score, 4), sorted(map(str, result.findings))
 (0.8357, ['WHERE_MISSING'])
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from progress_sql.odt.build import QUERY_KINDS, OdtNode
 from progress_sql.odt.config import FEATURES, OdtConfig
 from progress_sql.odt.profile import SelectProfile
-from progress_sql.odt.tags import LOCAL_RULES
+from progress_sql.odt.tags import LOCAL_RULES, Finding
 from progress_sql.sql.lexical import jaccard
 
 _SET_FEATURES = ("select", "tables", "joins", "where", "group_by", "having", "order_by")
@@ -39,11 +39,17 @@ _ERROR = {"SUBQUERY": "SUBQUERY_ERROR", "CTE": "CTE_ERROR"}
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Score and tags of one predicted node against one gold node (subtrees included)."""
+    """Score and findings of one predicted node against one gold node (subtrees included; locations
+    are relative to the compared node)."""
 
     score: float
-    tags: frozenset[str]
+    findings: frozenset[Finding]
     features: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def tags(self) -> frozenset[str]:
+        """The tag codes, wherever they were found."""
+        return frozenset(finding.tag for finding in self.findings)
 
 
 def num_sim(pred: int, gold: int) -> float:
@@ -55,18 +61,64 @@ def num_sim(pred: int, gold: int) -> float:
     return 1.0 - min(1.0, abs(pred - gold) / max(1, gold))
 
 
+def common_order(pred: tuple[str, ...], gold: tuple[str, ...]) -> float:
+    """1.0 when the items both lists hold come in the same order, else 0.0.
+
+    >>> common_order(("a", "b", "c"), ("a", "c")), common_order(("b", "a"), ("a", "b"))
+    (1.0, 0.0)
+    """
+    shared = set(pred) & set(gold)
+    pred_shared = [item for item in dict.fromkeys(pred) if item in shared]
+    gold_shared = [item for item in dict.fromkeys(gold) if item in shared]
+    return float(pred_shared == gold_shared)
+
+
+def limit_similarity(pred: tuple[str | None, str | None], gold: tuple[str | None, str | None]) -> float:
+    """LIMIT and OFFSET: 1 the same, 0.5 both limit with another count or offset, 0 one side only."""
+    if pred == gold:
+        return 1.0
+    return 0.5 if (pred[0] is None) == (gold[0] is None) else 0.0
+
+
 def feature_similarities(pred: SelectProfile, gold: SelectProfile) -> dict[str, float]:
-    """Per-feature similarity of two SELECT profiles, keyed as :data:`FEATURES`."""
+    """Per-feature similarity of two SELECT profiles, keyed as :data:`FEATURES`, plus the refinements
+    the tags read: ``select_items``, ``select_order``, ``join_keys``, ``join_type``, ``order_keys``,
+    ``nulls_order``, ``limit_presence``, ``limit_value`` and ``offset``.
+
+    A refinement weighs in through its clause's weight (``select`` = items x order factor, ``joins``
+    = keys x type, ``order_by`` = keys x NULLs placement, ``has_limit`` graded by count and offset),
+    so a pair that agrees on it scores as before it was profiled.
+    """
     sims = {name: jaccard(getattr(pred, name), getattr(gold, name)) for name in _SET_FEATURES}
     sims.update({name: num_sim(getattr(pred, name), getattr(gold, name)) for name in _COUNT_FEATURES})
     sims.update({name: float(getattr(pred, name) == getattr(gold, name)) for name in _FLAG_FEATURES})
+    free = pred.projection_free or gold.projection_free
+    if free:  # EXISTS (SELECT 1 ...): the projection is moot
+        sims["select"] = sims["item_count"] = sims["distinct"] = sims["has_aggregation"] = 1.0
+    sims["select_items"] = sims["select"]
+    sims["select_order"] = 1.0 if free else common_order(pred.select_order, gold.select_order)
+    sims["select"] *= 0.5 + 0.5 * sims["select_order"]
+    sims["join_keys"] = sims["joins"]
+    sims["join_type"] = jaccard(pred.join_types, gold.join_types)
+    sims["joins"] *= sims["join_type"]
+    sims["order_keys"] = sims["order_by"]
+    sims["nulls_order"] = jaccard(pred.order_nulls, gold.order_nulls)
+    sims["order_by"] *= sims["nulls_order"]
+    sims["limit_presence"] = sims["has_limit"]
+    sims["limit_value"] = float(pred.limit == gold.limit)
+    sims["offset"] = float(pred.offset == gold.offset)
+    sims["has_limit"] = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
     return sims
 
 
+_NESTED_KINDS = frozenset({"SUBQUERY", "CTE"})
+
+
 def _compatible(pred: OdtNode, gold: OdtNode) -> bool:
+    # A CTE is scored where it is read, so it pairs with a derived table or subquery as with a CTE.
     if pred.kind in QUERY_KINDS and gold.kind in QUERY_KINDS:
         return True
-    return pred.kind == gold.kind and (pred.kind != "CTE" or pred.label == gold.label)
+    return pred.kind in _NESTED_KINDS and gold.kind in _NESTED_KINDS
 
 
 class _Comparer:
@@ -92,58 +144,79 @@ class _Comparer:
             return self._select(pred, gold)
         if pred.kind in QUERY_KINDS:
             return self._set_op(_as_set_op(pred), _as_set_op(gold))
-        if pred.kind in ("SUBQUERY", "CTE"):  # one query child each
+        if pred.kind in _NESTED_KINDS:  # one query child each
             return self.compare(pred.children[0], gold.children[0])
-        score, tags = self._match(pred.children, gold.children)
-        return Comparison(score, tags)
+        score, findings = self._match(pred.children, gold.children)
+        return Comparison(score, findings)
 
     def _select(self, pred: OdtNode, gold: OdtNode) -> Comparison:
         assert pred.profile is not None
         assert gold.profile is not None
         sims = feature_similarities(pred.profile, gold.profile)
         local = sum(self.weights[name] * sims[name] for name in FEATURES) / self.weight_total
-        tags = {
-            rule.tag
+        findings = {
+            Finding(rule.tag)
             for rule in LOCAL_RULES
             if rule.applies(pred.profile, gold.profile)
             and rule.similarity(pred.profile, gold.profile, sims) < self.config.threshold(rule.tag)
         }
         if not pred.children and not gold.children:
-            return Comparison(local, frozenset(tags), sims)
-        child_score, child_tags = self._match(pred.children, gold.children)
+            return Comparison(local, frozenset(findings), sims)
+        child_score, child_findings = self._match(pred.children, gold.children)
         alpha = self.config.alpha
-        return Comparison(alpha * local + (1 - alpha) * child_score, frozenset(tags | child_tags), sims)
+        return Comparison(alpha * local + (1 - alpha) * child_score, frozenset(findings | child_findings), sims)
 
     def _set_op(self, pred: OdtNode, gold: OdtNode) -> Comparison:
         # EXCEPT is not commutative: its arms pair up by position, not by best score.
         ordered = pred.label == gold.label == "except"
-        child_score, tags = self._match(pred.children, gold.children, ordered=ordered)
+        arm_step = pred.label.replace(" ", "-") if pred.label != "none" else ""
+        child_score, findings = self._match(pred.children, gold.children, ordered=ordered, arm_step=arm_step)
         pred_arms = sum(child.kind in QUERY_KINDS for child in pred.children)
         gold_arms = sum(child.kind in QUERY_KINDS for child in gold.children)
         op_sim = float(pred.label == gold.label and pred_arms == gold_arms)
-        order_sim = jaccard(pred.order_by, gold.order_by)
-        limit_sim = float(pred.has_limit == gold.has_limit)
+        order_keys = jaccard(pred.order_by, gold.order_by)
+        nulls = jaccard(pred.order_nulls, gold.order_nulls)
+        order_sim = order_keys * nulls
+        limit_sim = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
         threshold = self.config.threshold
+        both_order = bool(pred.order_by and gold.order_by)
         local_tags = {
             "SET_OP_MISMATCH": op_sim < threshold("SET_OP_MISMATCH"),
             "ORDER_BY_MISSING": bool(gold.order_by) and not pred.order_by,
             "ORDER_BY_REDUNDANT": bool(pred.order_by) and not gold.order_by,
-            "ORDER_BY_ERROR": bool(pred.order_by and gold.order_by) and order_sim < threshold("ORDER_BY_ERROR"),
-            "LIMIT_MISMATCH": limit_sim < threshold("LIMIT_MISMATCH"),
+            "ORDER_BY_ERROR": both_order and order_keys < threshold("ORDER_BY_ERROR"),
+            "NULLS_ORDER_MISMATCH": both_order and nulls < threshold("NULLS_ORDER_MISMATCH"),
+            "LIMIT_MISMATCH": float(pred.has_limit == gold.has_limit) < threshold("LIMIT_MISMATCH"),
+            "LIMIT_VALUE_MISMATCH": pred.has_limit
+            and gold.has_limit
+            and float(pred.limit == gold.limit) < threshold("LIMIT_VALUE_MISMATCH"),
+            "OFFSET_MISMATCH": float(pred.offset == gold.offset) < threshold("OFFSET_MISMATCH"),
         }
-        tags |= {tag for tag, fired in local_tags.items() if fired}
+        findings |= {Finding(tag) for tag, fired in local_tags.items() if fired}
         # The set operation's own clauses (operator and arms, ORDER BY, LIMIT) form its local term.
         weight = self.config.set_op_weight
-        return Comparison(weight * op_sim * order_sim * limit_sim + (1 - weight) * child_score, tags)
+        return Comparison(weight * op_sim * order_sim * limit_sim + (1 - weight) * child_score, findings)
 
     def _match(
-        self, preds: tuple[OdtNode, ...], golds: tuple[OdtNode, ...], *, ordered: bool = False
-    ) -> tuple[float, frozenset[str]]:
+        self,
+        preds: tuple[OdtNode, ...],
+        golds: tuple[OdtNode, ...],
+        *,
+        ordered: bool = False,
+        arm_step: str = "",
+    ) -> tuple[float, frozenset[Finding]]:
         """Greedy child matching: each gold child takes the best-scoring unmatched compatible one
-        (with ``ordered``, only the predicted child at the same position is a candidate)."""
+        (with ``ordered``, only the predicted child at the same position is a candidate). Findings
+        of a matched child are located at the predicted child (``arm_step`` names set-operation arms)."""
+
+        def step(node: OdtNode, index: int) -> str:
+            if node.kind in QUERY_KINDS:
+                return f"{arm_step}#{index + 1}" if arm_step else ""
+            return node.step
+
         used: set[int] = set()
         total = 0.0
-        tags: set[str] = set()
+        findings: set[Finding] = set()
         for gold_index, gold in enumerate(golds):
             best_index, best = -1, None
             for index, pred in enumerate(preds):
@@ -153,17 +226,23 @@ class _Comparer:
                 if best is None or candidate.score > best.score:
                     best_index, best = index, candidate
             if best is None:
-                tags.add(_MISSING[gold.kind])
+                findings.add(Finding(_MISSING[gold.kind], (gold.step,) if gold.step else ()))
                 continue
             used.add(best_index)
             total += best.score
-            tags |= best.tags
-            error_tag = _ERROR.get(gold.kind)
+            pred = preds[best_index]
+            where = step(pred, best_index)
+            findings.update(finding.within(where) for finding in best.findings)
+            error_tag = _ERROR.get(pred.kind)
             if error_tag is not None and best.score < self.config.threshold(error_tag):
-                tags.add(error_tag)
-        tags.update(_REDUNDANT[pred.kind] for index, pred in enumerate(preds) if index not in used)
+                findings.add(Finding(error_tag, (where,)))
+        findings.update(
+            Finding(_REDUNDANT[pred.kind], (pred.step,) if pred.step else ())
+            for index, pred in enumerate(preds)
+            if index not in used
+        )
         denominator = max(len(preds), len(golds))
-        return (total / denominator if denominator else 1.0), frozenset(tags)
+        return (total / denominator if denominator else 1.0), frozenset(findings)
 
 
 def _as_set_op(node: OdtNode) -> OdtNode:
@@ -178,4 +257,4 @@ def compare_trees(pred: OdtNode, gold: OdtNode, config: OdtConfig | None = None)
     pred_main, gold_main = pred.children[-1], gold.children[-1]
     main = comparer.memo.get((id(pred_main), id(gold_main)))
     features = main.features if main is not None else {}
-    return Comparison(min(1.0, max(0.0, result.score)), result.tags, features)
+    return Comparison(min(1.0, max(0.0, result.score)), result.findings, features)

@@ -30,6 +30,8 @@ _COMPARISON_OPS: dict[type[exp.Expr], str] = {
     exp.NullSafeNEQ: "is not",
 }
 _MIRRORED = {"=": "=", "<>": "<>", ">": "<", ">=": "<=", "<": ">", "<=": ">=", "is": "is", "is not": "is not"}
+#: ``NOT a op b`` is ``a negated-op b`` (also under SQL's NULL logic: both sides are NULL together).
+_NEGATED = {"=": "<>", "<>": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "is": "is not", "is not": "is"}
 _ARITHMETIC_OPS: dict[type[exp.Expr], str] = {
     exp.Add: "+",
     exp.Sub: "-",
@@ -182,8 +184,10 @@ def _is_value(node: exp.Expr) -> bool:
     )
 
 
-def _comparison(r: Renderer, node: exp.Expr) -> str:
+def _comparison(r: Renderer, node: exp.Expr, negate: bool = False) -> str:
     op = _COMPARISON_OPS[type(node)]
+    if negate:
+        op = _NEGATED[op]
     left, right = node.this, node.expression
     left_text, right_text = r.render(left), r.render(right)
     left_value, right_value = _is_value(left), _is_value(right)
@@ -235,6 +239,8 @@ def _not(r: Renderer, node: exp.Expr) -> str:
         inner = inner.this
     if isinstance(inner, exp.Is):
         return f"{r.render(inner.this)} is not {r.render(inner.expression)}"
+    if isinstance(inner, exp.Not):  # NOT NOT x is x
+        return r.render(inner.this)
     negatable = _NEGATABLE.get(type(inner))
     if negatable is not None and not inner.args.get("negate"):
         return negatable(r, inner, True)
@@ -308,6 +314,7 @@ _NEGATABLE: dict[type[exp.Expr], Callable[[Renderer, exp.Expr, bool], str]] = {
     exp.Like: _like,
     exp.ILike: _like,
     exp.Glob: _like,
+    **dict.fromkeys(_COMPARISON_OPS, _comparison),
 }
 
 

@@ -28,6 +28,33 @@ class TagSpec:
     example_gold: str
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Finding:
+    """One tag and where it was found: ``location`` is the path of nested nodes from the main query,
+    each step a subquery's clause (``where``, ``from``, ``select``, ``having``, ``join``, ...), a CTE
+    (``cte:name``) or a set-operation arm (``union#2``); the empty path is the main query.
+
+    >>> str(Finding("SELECT_ERROR", ("where",))), str(Finding("WHERE_MISSING"))
+    ('SELECT_ERROR@where', 'WHERE_MISSING')
+    """
+
+    tag: str
+    location: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.tag}@{'/'.join(self.location)}" if self.location else self.tag
+
+    def within(self, step: str) -> Finding:
+        """This finding seen from the parent of the node at ``step`` ('' adds nothing)."""
+        return Finding(self.tag, (step, *self.location)) if step else self
+
+    @classmethod
+    def parse(cls, text: str) -> Finding:
+        """The inverse of ``str``: ``"SELECT_ERROR@where/from"``."""
+        tag, _, location = text.strip().partition("@")
+        return cls(tag.strip(), tuple(step.strip() for step in location.split("/")) if location else ())
+
+
 @dataclass(frozen=True, slots=True)
 class LocalRule:
     """When a local tag fires: ``applies`` holds and ``similarity`` is below the threshold."""
@@ -58,19 +85,32 @@ def _clause_rules(tag: str, feature: str, flag: str) -> tuple[LocalRule, LocalRu
     )
 
 
+def _both_join(pred: SelectProfile, gold: SelectProfile) -> bool:
+    return pred.join_count > 0 and gold.join_count > 0
+
+
 LOCAL_RULES: tuple[LocalRule, ...] = (
-    LocalRule("SELECT_ERROR", lambda p, g, s: min(s["select"], s["item_count"])),
-    LocalRule("AGGREGATION_MISMATCH", _aggregation_similarity),
+    LocalRule("SELECT_ERROR", lambda p, g, s: min(s["select_items"], s["item_count"])),
+    LocalRule("SELECT_ORDER_MISMATCH", _feature("select_order")),
+    LocalRule(
+        "AGGREGATION_MISMATCH", _aggregation_similarity, lambda p, g: not (p.projection_free or g.projection_free)
+    ),
     LocalRule("DISTINCT_MISMATCH", _feature("distinct")),
     LocalRule("FROM_OR_JOIN_TABLE_MISMATCH", _feature("tables")),
     LocalRule("JOIN_MISSING", _feature("join_count"), lambda p, g: p.join_count < g.join_count),
     LocalRule("JOIN_REDUNDANT", _feature("join_count"), lambda p, g: p.join_count > g.join_count),
-    LocalRule("JOIN_KEY_MISMATCH", _feature("joins"), lambda p, g: p.join_count > 0 and g.join_count > 0),
+    LocalRule("JOIN_KEY_MISMATCH", _feature("join_keys"), _both_join),
+    LocalRule("JOIN_TYPE_MISMATCH", _feature("join_type"), _both_join),
     *_clause_rules("WHERE", "where", "has_where"),
     *_clause_rules("GROUP_BY", "group_by", "has_group_by"),
     *_clause_rules("HAVING", "having", "has_having"),
-    *_clause_rules("ORDER_BY", "order_by", "has_order_by"),
-    LocalRule("LIMIT_MISMATCH", _feature("has_limit")),
+    LocalRule("ORDER_BY_MISSING", _feature("has_order_by"), lambda p, g: g.has_order_by and not p.has_order_by),
+    LocalRule("ORDER_BY_REDUNDANT", _feature("has_order_by"), lambda p, g: p.has_order_by and not g.has_order_by),
+    LocalRule("ORDER_BY_ERROR", _feature("order_keys"), lambda p, g: p.has_order_by and g.has_order_by),
+    LocalRule("NULLS_ORDER_MISMATCH", _feature("nulls_order"), lambda p, g: p.has_order_by and g.has_order_by),
+    LocalRule("LIMIT_MISMATCH", _feature("limit_presence")),
+    LocalRule("LIMIT_VALUE_MISMATCH", _feature("limit_value"), lambda p, g: p.has_limit and g.has_limit),
+    LocalRule("OFFSET_MISMATCH", _feature("offset")),
 )
 
 _T = "SELECT name FROM singer"
@@ -78,6 +118,10 @@ CATALOGUE: tuple[TagSpec, ...] = (
     TagSpec("SELECT_ERROR", "SELECT", "SELECT projection differs from reference.",
             "sim(S) < 1 or the number of SELECT items differs",
             "SELECT name, age FROM singer", _T),
+    TagSpec("SELECT_ORDER_MISMATCH", "SELECT", "SELECT columns are in a different order from reference.",
+            "the SELECT items both sides share appear in another order (ours: a positional comparison, "
+            "e.g. BIRD's, fails on it)",
+            "SELECT age, name FROM singer", "SELECT name, age FROM singer"),
     TagSpec("AGGREGATION_MISMATCH", "SELECT", "Aggregation usage differs from reference.",
             "the aggregation flag or the set of aggregate functions in the SELECT list differs",
             "SELECT max(age) FROM singer", "SELECT avg(age) FROM singer"),
@@ -99,6 +143,10 @@ CATALOGUE: tuple[TagSpec, ...] = (
             "sim(J) < 1 while both sides join (ON conditions, USING, and column = column WHERE predicates "
             "across two tables)",
             "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.concert_id",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id"),
+    TagSpec("JOIN_TYPE_MISMATCH", "JOIN", "Join types (INNER / LEFT / RIGHT / FULL) differ from reference.",
+            "both sides join and the outer join sides differ (ours; a comma, CROSS or NATURAL join is inner)",
+            "SELECT T1.name FROM singer AS T1 LEFT JOIN concert AS T2 ON T1.id = T2.singer_id",
             "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id"),
     TagSpec("WHERE_MISSING", "WHERE", "Filtering predicates are missing.",
             "the reference filters rows, the prediction does not",
@@ -139,9 +187,19 @@ CATALOGUE: tuple[TagSpec, ...] = (
     TagSpec("ORDER_BY_ERROR", "other", "Ordering differs from reference.",
             "both order and sim(O) < 1 (direction included; ASC is explicit)",
             "SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age DESC"),
+    TagSpec("NULLS_ORDER_MISMATCH", "other", "Placement of NULLs in the ordering (NULLS FIRST / LAST) differs "
+            "from reference.",
+            "both order and the keys with a NULLs placement other than SQLite's default differ (ours)",
+            "SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age NULLS LAST"),
     TagSpec("LIMIT_MISMATCH", "other", "Row limit usage differs from reference.",
-            "LIMIT on one side only (the limit value is a literal, compared lexically)",
+            "LIMIT on one side only",
             "SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age LIMIT 1"),
+    TagSpec("LIMIT_VALUE_MISMATCH", "other", "The number of rows kept by LIMIT differs from reference.",
+            "both have LIMIT with another row count (ours)",
+            "SELECT name FROM singer ORDER BY age LIMIT 3", "SELECT name FROM singer ORDER BY age LIMIT 1"),
+    TagSpec("OFFSET_MISMATCH", "other", "OFFSET (rows skipped before the limit) differs from reference.",
+            "OFFSET on one side only, or another offset (ours; LIMIT a, b has offset a)",
+            "SELECT name FROM singer ORDER BY age LIMIT 1", "SELECT name FROM singer ORDER BY age LIMIT 1 OFFSET 1"),
     TagSpec("SUBQUERY_MISSING", "nesting", "A nested query is missing.",
             "a reference SUBQUERY node has no counterpart in the prediction",
             "SELECT name FROM singer WHERE age > 30",
@@ -151,7 +209,7 @@ CATALOGUE: tuple[TagSpec, ...] = (
             "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)",
             "SELECT name FROM singer WHERE age > 30"),
     TagSpec("SUBQUERY_ERROR", "nesting", "A nested query is structured differently from reference.",
-            "a matched SUBQUERY pair scores below 1 (the nested query's own tags are reported too)",
+            "a matched SUBQUERY pair scores below 1 (the nested query's own tags are reported too, located in it)",
             "SELECT name FROM singer WHERE age > (SELECT max(age) FROM singer)",
             "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)"),
     TagSpec("SET_OP_MISMATCH", "nesting", "Set operation differs from reference.",
@@ -159,19 +217,20 @@ CATALOGUE: tuple[TagSpec, ...] = (
             "SELECT name FROM singer UNION SELECT name FROM artist",
             "SELECT name FROM singer INTERSECT SELECT name FROM artist"),
     TagSpec("CTE_MISSING", "nesting", "A common table expression is missing.",
-            "a reference CTE (matched by name, case-insensitively) has no counterpart",
+            "a reference CTE (scored where it is read, like a derived table) has no counterpart",
             "SELECT name FROM singer",
             "WITH s AS (SELECT name FROM singer) SELECT name FROM s"),
     TagSpec("CTE_REDUNDANT", "nesting", "An unnecessary common table expression is introduced.",
-            "a predicted CTE has no counterpart in the reference",
+            "a predicted CTE (where it is read, or one nobody reads) has no counterpart in the reference",
             "WITH s AS (SELECT name FROM singer) SELECT name FROM s",
             "SELECT name FROM singer"),
     TagSpec("CTE_ERROR", "nesting", "A common table expression differs from reference.",
-            "a CTE matched by name scores below 1",
+            "a predicted CTE matched with a reference CTE or derived table scores below 1",
             "WITH s AS (SELECT name FROM singer WHERE age > 1) SELECT name FROM s",
             "WITH s AS (SELECT name FROM singer) SELECT name FROM s"),
     TagSpec("PARSE_ERROR", "parse", "The previous SQL could not be parsed.",
-            "the prediction is not one parsable SQL query (the fallback message replaces clause feedback)",
+            "the prediction is not one parsable SQL query, or SQLite refuses to compile it against the schema "
+            "when one is given (the fallback message replaces clause feedback)",
             "SELEC name FROM singer", _T),
 )  # fmt: skip
 

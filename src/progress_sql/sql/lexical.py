@@ -17,7 +17,9 @@ from typing import Any
 from progress_sql.sql.parse import strip_sql
 
 _TOKEN = re.compile(
-    r"""'(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
+    r"""(?P<comment>--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z))  # a comment (never a token; found here so
+                                                             # that `--` inside a string stays text)
+      | '(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
       | "(?:[^"]|"")*(?:"|\Z)   # without that, every quote would rescan the rest: quadratic)
       | `[^`]*(?:`|\Z)          # backtick identifier
       | \[[^\]]*(?:\]|\Z)       # bracket identifier
@@ -39,17 +41,30 @@ def _normalize(token: str) -> str:
     return "<>" if token == "!=" else token
 
 
-#: Lexical similarity reads at most this many characters of a query (far above any real one).
+#: Lexical similarity reads at most this many characters of tokens (far above any real query); the
+#: limit counts what is left after stripping whitespace and comments.
 MAX_LEXICAL_CHARS = 100_000
 
 
 def sql_tokens(sql: str) -> list[str]:
-    """Normalized tokens of ``sql``.
+    """Normalized tokens of ``sql``; comments are not tokens.
 
-    >>> sql_tokens("SELECT T1.\\"Name\\" FROM `Singer` AS t1;")
+    >>> sql_tokens("SELECT T1.\\"Name\\" FROM `Singer` AS t1; -- the name")
     ['select', 't1', '.', 'name', 'from', 'singer', 'as', 't1']
+    >>> sql_tokens("SELECT /* why */ 1")
+    ['select', '1']
     """
-    return [_normalize(token) for token in _TOKEN.findall(strip_sql(sql[:MAX_LEXICAL_CHARS]))]
+    tokens: list[str] = []
+    budget = MAX_LEXICAL_CHARS
+    for match in _TOKEN.finditer(strip_sql(sql)):
+        token = match.group()
+        if match.lastgroup == "comment" or token == ";":  # a `;` before a trailing comment is no token either
+            continue
+        budget -= len(token)
+        if budget < 0:
+            break
+        tokens.append(_normalize(token))
+    return tokens
 
 
 def bigrams(sql: str) -> frozenset[tuple[str, ...]]:
