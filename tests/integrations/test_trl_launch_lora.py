@@ -52,9 +52,11 @@ def test_one_lora_step_trains_only_the_adapters(tmp_path: Path, music_dir: Path,
     assert trainer.state.global_step == 1
     adapted = trainer.accelerator.unwrap_model(trainer.model)
     trainable = {name for name, value in adapted.named_parameters() if value.requires_grad}
-    assert trainable and all("lora_" in name for name in trainable)
+    assert trainable
+    assert all("lora_" in name for name in trainable)
     assert {name.split(".")[-3] for name in trainable} == {"lora_A", "lora_B"}  # <module>.lora_A.default.weight
-    assert any(".q_proj." in name for name in trainable) and any(".v_proj." in name for name in trainable)
+    assert any(".q_proj." in name for name in trainable)
+    assert any(".v_proj." in name for name in trainable)
     weights = adapted.state_dict()
     base = {base_name(name): value for name, value in weights.items() if "lora_" not in name}
     assert set(base) == set(before)
@@ -68,4 +70,5 @@ def test_one_lora_step_trains_only_the_adapters(tmp_path: Path, music_dir: Path,
     merged = AutoModelForCausalLM.from_pretrained(final)
     merged_weights = merged.state_dict()
     changed = {name for name in before if not torch.equal(merged_weights[name], before[name])}
-    assert changed and all(".q_proj." in name or ".v_proj." in name for name in changed)
+    assert changed
+    assert all(".q_proj." in name or ".v_proj." in name for name in changed)

@@ -197,7 +197,7 @@ def test_rl_defaults_differ_for_the_embedded_model_and_a_real_one() -> None:
     assert default_rl_settings("tiny", steps=7, temperature=0.9).temperature == 0.9
 
 
-class Captured(Exception):
+class CapturedError(Exception):
     """Raised by the stand-in for a run function: the command got as far as starting the run."""
 
     def __init__(self, config: TrainConfig) -> None:
@@ -209,11 +209,11 @@ def parsed_config(monkeypatch: pytest.MonkeyPatch, runner_args: list[str], run: 
     import progress_sql.training.recipe as recipe
 
     def capture(config: TrainConfig, *_: object) -> None:
-        raise Captured(config)
+        raise CapturedError(config)
 
     monkeypatch.setattr(recipe, run, capture)
     result = runner.invoke(app, ["train", *runner_args])
-    assert isinstance(result.exception, Captured), result.output
+    assert isinstance(result.exception, CapturedError), result.output
     return result.exception.config
 
 
@@ -269,7 +269,9 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     rl = replace(config.rl, use_cpu=True)  # as run_pretrained does without a GPU
     grpo = GRPOConfig(**trainer_args(rl, tmp_path))
     assert (grpo.learning_rate, grpo.num_generations, grpo.temperature, grpo.beta) == (1e-6, 8, 1.0, 0.0)
-    assert rl.turns == 4 and rl.env_config().max_turns == 4 and rl.env_config().timeout_s == 10.0
+    assert rl.turns == 4
+    assert rl.env_config().max_turns == 4
+    assert rl.env_config().timeout_s == 10.0
     assert (grpo.max_completion_length, grpo.save_steps, grpo.save_total_limit, grpo.report_to) == (4096, 50, 2, [])
     # 64 prompts x 8 samples per step in passes of 4 sequences: 128 accumulated passes on one GPU, 16 on 8
     assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 128, 100)
@@ -302,7 +304,8 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     assert grpo.report_to == ["tensorboard"]
     assert (grpo.use_vllm, grpo.vllm_mode, grpo.vllm_gpu_memory_utilization) == (True, "colocate", 0.5)
     assert grpo.generation_kwargs == {"max_tokens": 256}  # TRL's vLLM call samples one turn per call
-    assert rl.env_config().max_turns == 3 and rl.env_config().timeout_s == 4.0
+    assert rl.env_config().max_turns == 3
+    assert rl.env_config().timeout_s == 4.0
 
 
 def test_launch_options_are_checked(tmp_path: Path) -> None:
