@@ -219,7 +219,7 @@ def parsed_config(monkeypatch: pytest.MonkeyPatch, runner_args: list[str], run: 
 
 REAL_MODEL_OPTIONS = (
     "--turns", "--steps", "--lr", "--temperature", "--generations", "--prompts-per-step", "--per-device-batch",
-    "--max-turn-tokens", "--max-completion-tokens", "--rl-prompts", "--timeout", "--save-steps",
+    "--max-turn-tokens", "--max-completion-tokens", "--rl-prompts", "--rollout-timeout", "--save-steps",
     "--save-total-limit", "--report-to", "--lora", "--lora-r", "--lora-alpha", "--lora-target-modules", "--vllm",
     "--vllm-gpu-memory",
 )  # fmt: skip
@@ -280,7 +280,7 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     options = [
         "--turns", "3", "--steps", "5", "--lr", "3e-6", "--temperature", "0.8", "--generations", "4",
         "--prompts-per-step", "2", "--per-device-batch", "2", "--max-turn-tokens", "256",
-        "--max-completion-tokens", "1024", "--rl-prompts", "50", "--timeout", "4", "--save-steps", "5",
+        "--max-completion-tokens", "1024", "--rl-prompts", "50", "--rollout-timeout", "4", "--save-steps", "5",
         "--save-total-limit", "1", "--report-to", "tensorboard", "--algorithm", "gspo", "--lora", "--lora-r", "8",
         "--lora-alpha", "16", "--lora-target-modules", "q_proj,v_proj", "--vllm", "colocate", "--vllm-gpu-memory",
         "0.5",

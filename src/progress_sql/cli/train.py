@@ -98,7 +98,7 @@ def train_command(
         "example for a real --model).",
     ),
     sql_timeout: float | None = typer.Option(
-        None, "--timeout", help=f"Seconds a rollout's SQL query may run ({_defaults('timeout_s', ' s')})."
+        None, "--rollout-timeout", help=f"Seconds a rollout's SQL query may run ({_defaults('timeout_s', ' s')})."
     ),
     save_steps: int | None = typer.Option(
         None, "--save-steps", help=f"Checkpoint every N RL steps ({_defaults('save_steps')})."
@@ -195,7 +195,7 @@ def train_command(
         "temperature": config.rl.temperature, "generations": config.rl.generations,
         "prompts_per_step": config.rl.prompts_per_step, "per_device_batch": config.rl.per_device_batch,
         "max_turn_tokens": config.rl.max_new_tokens, "max_completion_tokens": config.rl.completion_tokens,
-        "rl_prompts": config.rl_prompts, "timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
+        "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
