@@ -180,7 +180,7 @@ def test_rl_settings_give_the_rollouts_any_env_field() -> None:
 
 
 def test_rl_defaults_differ_for_the_embedded_model_and_a_real_one() -> None:
-    from progress_sql.training.recipe import EMBEDDED_RL, default_rl_settings
+    from progress_sql.training.recipe import EMBEDDED_RL, REAL_MODEL_RL, default_rl_settings
 
     tiny = default_rl_settings("tiny", steps=None, temperature=None)
     assert (tiny.steps, tiny.prompts_per_step, tiny.learning_rate, tiny.temperature) == (
@@ -191,6 +191,141 @@ def test_rl_defaults_differ_for_the_embedded_model_and_a_real_one() -> None:
     )
     assert TrainConfig().rl == tiny
     real = default_rl_settings("Qwen/Qwen2.5-Coder-7B-Instruct")
-    assert real == RLSettings()  # the paper's temperature 1.0 and the RLSettings defaults
+    assert real == RLSettings(**REAL_MODEL_RL)
+    assert (real.turns, real.generations, real.temperature, real.learning_rate) == (4, 8, 1.0, 1e-6)  # the paper's
     assert default_rl_settings("tiny", steps=7, temperature=0.9).steps == 7
     assert default_rl_settings("tiny", steps=7, temperature=0.9).temperature == 0.9
+
+
+class CapturedError(Exception):
+    """Raised by the stand-in for a run function: the command got as far as starting the run."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+
+
+def parsed_config(monkeypatch: pytest.MonkeyPatch, runner_args: list[str], run: str) -> TrainConfig:
+    """The TrainConfig ``progress-sql train`` builds from ``runner_args`` and hands to ``run``."""
+    import progress_sql.training.recipe as recipe
+
+    def capture(config: TrainConfig, *_: object) -> None:
+        raise CapturedError(config)
+
+    monkeypatch.setattr(recipe, run, capture)
+    result = runner.invoke(app, ["train", *runner_args])
+    assert isinstance(result.exception, CapturedError), result.output
+    return result.exception.config
+
+
+REAL_MODEL_OPTIONS = (
+    "--turns", "--steps", "--lr", "--temperature", "--generations", "--prompts-per-step", "--per-device-batch",
+    "--max-turn-tokens", "--max-completion-tokens", "--rl-prompts", "--rollout-timeout", "--save-steps",
+    "--save-total-limit", "--report-to", "--lora", "--lora-r", "--lora-alpha", "--lora-target-modules", "--vllm",
+    "--vllm-gpu-memory",
+)  # fmt: skip
+
+
+def test_help_lists_the_real_model_options() -> None:
+    result = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in REAL_MODEL_OPTIONS:
+        assert option in result.output, option
+    # each hyper-parameter states both defaults: the embedded model's and a real model's (the paper's)
+    assert "default: 2 for the embedded tiny model, 4 for a real --model" in result.output
+    assert "default: 0.0002 for the embedded tiny model, 1e-06 for a real --model" in result.output
+
+
+def test_the_embedded_default_keeps_its_measured_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trl import GRPOConfig
+
+    from progress_sql.training.rl import trainer_args
+
+    config = parsed_config(monkeypatch, ["--out", str(tmp_path)], "run_embedded")
+    assert (config.sft_steps, config.rl_prompts, config.rl.lora) == (600, 4000, None)
+    rl = config.rl
+    assert (rl.steps, rl.prompts_per_step, rl.generations, rl.learning_rate, rl.temperature, rl.turns) == (
+        300, 8, 8, 2e-4, 0.5, 2,
+    )  # fmt: skip
+    assert (rl.max_new_tokens, rl.timeout_s, rl.save_steps, rl.save_total_limit) == (48, 2.0, 10, None)
+    grpo = GRPOConfig(**trainer_args(rl, tmp_path))
+    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.steps_per_generation) == (64, 1, 1)
+    assert (grpo.max_completion_length, grpo.learning_rate, grpo.temperature, grpo.num_generations) == (
+        176, 2e-4, 0.5, 8,
+    )  # fmt: skip
+    assert (grpo.max_steps, grpo.save_steps, grpo.save_total_limit, grpo.report_to) == (300, 10, None, [])
+    assert (grpo.loss_type, grpo.beta, grpo.use_vllm) == ("grpo", 0.0, False)
+
+
+def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from trl import GRPOConfig
+
+    from progress_sql.training.rl import trainer_args
+
+    base = ["--out", str(tmp_path), "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--task", "questions.json"]
+    config = parsed_config(monkeypatch, base, "run_pretrained")
+    assert config.rl_prompts is None  # every training example
+    rl = replace(config.rl, use_cpu=True)  # as run_pretrained does without a GPU
+    grpo = GRPOConfig(**trainer_args(rl, tmp_path))
+    assert (grpo.learning_rate, grpo.num_generations, grpo.temperature, grpo.beta) == (1e-6, 8, 1.0, 0.0)
+    assert rl.turns == 4
+    assert rl.env_config().max_turns == 4
+    assert rl.env_config().timeout_s == 10.0
+    assert (grpo.max_completion_length, grpo.save_steps, grpo.save_total_limit, grpo.report_to) == (4096, 50, 2, [])
+    # 64 prompts x 8 samples per step in passes of 4 sequences: 128 accumulated passes on one GPU, 16 on 8
+    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 128, 100)
+    assert GRPOConfig(**trainer_args(rl, tmp_path, processes=8)).gradient_accumulation_steps == 16
+
+    options = [
+        "--turns", "3", "--steps", "5", "--lr", "3e-6", "--temperature", "0.8", "--generations", "4",
+        "--prompts-per-step", "2", "--per-device-batch", "2", "--max-turn-tokens", "256",
+        "--max-completion-tokens", "1024", "--rl-prompts", "50", "--rollout-timeout", "4", "--save-steps", "5",
+        "--save-total-limit", "1", "--report-to", "tensorboard", "--algorithm", "gspo", "--lora", "--lora-r", "8",
+        "--lora-alpha", "16", "--lora-target-modules", "q_proj,v_proj", "--vllm", "colocate", "--vllm-gpu-memory",
+        "0.5",
+    ]  # fmt: skip
+    config = parsed_config(monkeypatch, [*base, *options], "run_pretrained")
+    assert config.rl_prompts == 50
+    rl = replace(config.rl, use_cpu=True)
+    assert rl.lora is not None
+    assert rl.lora.peft_kwargs() == {
+        "r": 8,
+        "lora_alpha": 16,
+        "lora_dropout": 0.05,
+        "target_modules": ["q_proj", "v_proj"],
+    }
+    args = trainer_args(rl, tmp_path)
+    grpo = GRPOConfig(**args)
+    assert (grpo.learning_rate, grpo.num_generations, grpo.temperature, grpo.max_steps) == (3e-6, 4, 0.8, 5)
+    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps) == (2, 4)
+    assert grpo.steps_per_generation == 16  # GSPO: four optimizer steps per generation
+    assert (grpo.max_completion_length, grpo.save_steps, grpo.save_total_limit) == (1024, 5, 1)
+    assert grpo.report_to == ["tensorboard"]
+    assert (grpo.use_vllm, grpo.vllm_mode, grpo.vllm_gpu_memory_utilization) == (True, "colocate", 0.5)
+    assert grpo.generation_kwargs == {"max_tokens": 256}  # TRL's vLLM call samples one turn per call
+    assert rl.env_config().max_turns == 3
+    assert rl.env_config().timeout_s == 4.0
+
+
+def test_launch_options_are_checked(tmp_path: Path) -> None:
+    from progress_sql.training.rl import batch_layout
+
+    model = ["--out", str(tmp_path), "--model", str(tmp_path / "m"), "--task", "questions.json"]
+    for options, message in (
+        (["--report-to", "console"], "report_to takes none or any of tensorboard, wandb"),
+        (["--save-total-limit", "0"], "save_total_limit must be >= 1"),
+        (["--max-turn-tokens", "512", "--max-completion-tokens", "256"], "token budgets"),
+        (["--vllm-gpu-memory", "1.5"], "vllm_gpu_memory is a share"),
+        (["--lora", "--lora-r", "0"], "LoRA needs r >= 1"),
+    ):
+        result = runner.invoke(app, ["train", *model, *options])
+        assert result.exit_code == 2, options
+        assert message in result.output, result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--lora"])
+    assert result.exit_code == 2
+    assert "LoRA is for a real model" in result.output
+    from progress_sql.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="do not split into passes of 3 sequences on 2 processes"):
+        batch_layout(RLSettings(prompts_per_step=2, generations=8, per_device_batch=3), 2)

@@ -30,6 +30,25 @@ from progress_sql.cli._common import (
 )
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
+from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL
+from progress_sql.training.rl import REPORT_BACKENDS, LoraSettings, RLSettings, world_rank
+
+_LORA = LoraSettings()
+
+
+def _defaults(key: str, unit: str = "", none: str = "") -> str:
+    """A hyper-parameter's defaults: the embedded default's value and a real model's (``none`` says what
+    None means)."""
+
+    def shown(value: Any) -> str:
+        return none if value is None else f"{value}{unit}"
+
+    embedded = EMBEDDED_RL.get(key, getattr(RLSettings(), key))
+    return f"default: {shown(embedded)} for the embedded tiny model, {shown(REAL_MODEL_RL[key])} for a real --model"
+
+
+def _split(values: str) -> tuple[str, ...]:
+    return tuple(value.strip() for value in values.split(",") if value.strip())
 
 
 def train_command(
@@ -43,11 +62,67 @@ def train_command(
     compare_reward: str | None = typer.Option(
         None, "--compare-reward", help="Also train with this reward (same data, seed, steps) and compare."
     ),
-    turns: int = typer.Option(2, "--turns", help="Turn budget T (the tiny default uses 2; the paper 4)."),
-    steps: int | None = typer.Option(None, "--steps", help="RL steps (embedded default 300)."),
-    lr: float | None = typer.Option(None, "--lr", help="RL learning rate (embedded default 2e-4; else 5e-5)."),
+    turns: int | None = typer.Option(None, "--turns", help=f"Turn budget T ({_defaults('turns')})."),
+    steps: int | None = typer.Option(None, "--steps", help=f"RL optimizer steps ({_defaults('steps')})."),
+    lr: float | None = typer.Option(None, "--lr", help=f"RL learning rate ({_defaults('learning_rate')})."),
     temperature: float | None = typer.Option(
-        None, "--temperature", help="RL sampling temperature (embedded default 0.5; else the paper's 1.0)."
+        None, "--temperature", help=f"RL sampling temperature ({_defaults('temperature')})."
+    ),
+    generations: int | None = typer.Option(
+        None, "--generations", help=f"Samples per prompt, the group size G ({_defaults('generations')})."
+    ),
+    prompts_per_step: int | None = typer.Option(
+        None,
+        "--prompts-per-step",
+        help=f"Prompts per optimizer step, all GPUs together ({_defaults('prompts_per_step')}).",
+    ),
+    per_device_batch: int | None = typer.Option(
+        None,
+        "--per-device-batch",
+        help="Sequences per GPU in one forward/backward pass; gradient accumulation makes up the step "
+        f"({_defaults('per_device_batch', none='the whole step at once')}).",
+    ),
+    max_turn_tokens: int | None = typer.Option(
+        None, "--max-turn-tokens", help=f"Token budget of one model turn ({_defaults('max_new_tokens')})."
+    ),
+    max_completion_tokens: int | None = typer.Option(
+        None,
+        "--max-completion-tokens",
+        help="Token budget of a whole completion, every answer and feedback turn "
+        f"({_defaults('max_completion_tokens', none='T x (turn budget + 40)')}).",
+    ),
+    rl_prompts: int | None = typer.Option(
+        None,
+        "--rl-prompts",
+        help="Most distinct RL prompts (default: 4000 for the embedded model, every training "
+        "example for a real --model).",
+    ),
+    sql_timeout: float | None = typer.Option(
+        None, "--rollout-timeout", help=f"Seconds a rollout's SQL query may run ({_defaults('timeout_s', ' s')})."
+    ),
+    save_steps: int | None = typer.Option(
+        None, "--save-steps", help=f"Checkpoint every N RL steps ({_defaults('save_steps')})."
+    ),
+    save_total_limit: int | None = typer.Option(
+        None,
+        "--save-total-limit",
+        help=f"Checkpoints kept, the oldest deleted ({_defaults('save_total_limit', none='all')}).",
+    ),
+    report_to: str = typer.Option(
+        "none",
+        "--report-to",
+        help=f"Step logs also to: {', '.join(REPORT_BACKENDS)} (comma-separated; none: metrics.jsonl and the "
+        "console only; tensorboard and wandb need their package).",
+    ),
+    lora: bool = typer.Option(
+        False, "--lora", help="Train LoRA adapters (PEFT) instead of every weight (real models)."
+    ),
+    lora_r: int = typer.Option(_LORA.r, "--lora-r", help="LoRA rank."),
+    lora_alpha: int = typer.Option(_LORA.alpha, "--lora-alpha", help="LoRA scale alpha."),
+    lora_targets: str = typer.Option(
+        ",".join(_LORA.target_modules),
+        "--lora-target-modules",
+        help="Modules that get adapters, comma-separated (all-linear: every linear layer but the output head).",
     ),
     sft_steps: int = typer.Option(
         600, "--sft-steps", help="Optimizer steps of the supervised warm start (a step budget: seeds reproduce)."
@@ -64,9 +139,14 @@ def train_command(
     vllm: str | None = typer.Option(
         None, "--vllm", help="Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed)."
     ),
+    vllm_gpu_memory: float = typer.Option(
+        RLSettings().vllm_gpu_memory, "--vllm-gpu-memory", help="Share of each GPU a colocated vLLM engine may take."
+    ),
     as_json: bool = json_option(),
 ) -> None:
-    """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default."""
+    """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default.
+    A real --model gets the paper's settings (T = 4, G = 8, temperature 1.0, lr 1e-6); under
+    `accelerate launch` (recipes/trl/) it trains on several GPUs."""
     from progress_sql.training.recipe import TrainConfig, default_rl_settings
 
     if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
@@ -75,11 +155,18 @@ def train_command(
     # training.rl still calls the algorithm its "preset"
     rl = default_rl_settings(
         model, preset=algorithm, reward=reward, turns=turns, steps=steps, learning_rate=lr,
-        temperature=temperature, seed=seed, vllm_mode=vllm,
+        temperature=temperature, generations=generations, prompts_per_step=prompts_per_step,
+        per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
+        max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
+        save_total_limit=save_total_limit, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
+        vllm_gpu_memory=vllm_gpu_memory,
+        lora=LoraSettings(r=lora_r, alpha=lora_alpha, target_modules=_split(lora_targets)) if lora else None,
     )  # fmt: skip
+    embedded = model in EMBEDDED_SIZES
     config = TrainConfig(
         out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
         threads=threads, data_filter=data_filter,
+        rl_prompts=rl_prompts if rl_prompts is not None else (TrainConfig().rl_prompts if embedded else None),
     )  # fmt: skip
     if not config.embedded and task is None:
         fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
@@ -99,12 +186,20 @@ def train_command(
             result = run_pretrained(config, task or "", data_dir, phase)
     from progress_sql.training.report import summary, write_report
 
+    if world_rank() != 0:  # one report per run: the main process of an `accelerate launch` writes it
+        return
     report = write_report(result, out)
     settings = {
-        "model": model, "algorithm": algorithm, "reward": reward, "compare_reward": compare_reward, "turns": turns,
-        "steps": config.rl.steps, "lr": config.rl.learning_rate, "temperature": config.rl.temperature,
-        "sft_steps": sft_steps, "task": task, "data_dir": str(data_dir) if data_dir else None,
-        "filter": data_filter, "seed": seed, "threads": threads, "vllm": vllm,
+        "model": model, "algorithm": algorithm, "reward": reward, "compare_reward": compare_reward,
+        "turns": config.rl.turns, "steps": config.rl.steps, "lr": config.rl.learning_rate,
+        "temperature": config.rl.temperature, "generations": config.rl.generations,
+        "prompts_per_step": config.rl.prompts_per_step, "per_device_batch": config.rl.per_device_batch,
+        "max_turn_tokens": config.rl.max_new_tokens, "max_completion_tokens": config.rl.completion_tokens,
+        "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
+        "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
+        "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
+        "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
+        "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory,
     }  # fmt: skip
     run = RunSummary("train", settings, summary(result))
     # write_report wrote summary.json without the command's settings and versions: the run folder's replaces it

@@ -271,12 +271,14 @@ def grpo_trainer(
     *,
     reward: str,
     args: Mapping[str, Any],
+    lora: Mapping[str, Any] | None = None,
     on_log: Callable[[int, Mapping[str, Any]], None] | None = None,
     on_step: Callable[[int], None] | None = None,
 ) -> Any:
     """A ``GRPOTrainer`` over ``prompts`` (text; the rollout gets ``prompts[i]``'s id ``i``) with
-    ``GRPOConfig(**args)``, one reward function per component of ``reward``, and hooks called with
-    the step number on every log (with TRL's logs) and at the end of every optimizer step."""
+    ``GRPOConfig(**args)``, one reward function per component of ``reward``, LoRA adapters when
+    ``lora`` gives ``peft.LoraConfig``'s arguments (TRL wraps the model; only the adapters train), and
+    hooks called with the step number on every log (with TRL's logs) and at the end of every optimizer step."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback
@@ -308,6 +310,7 @@ def grpo_trainer(
         processing_class=tokenizer,
         rollout_func=rollout,
         callbacks=[Hooks()],
+        peft_config=_lora_config(lora) if lora is not None else None,
     )
     # With disable_tqdm, transformers prints every log dict to stdout; our callers show a progress bar
     # and write the logs to metrics.jsonl, so the printer only floods the terminal.
@@ -317,6 +320,15 @@ def grpo_trainer(
     # about TRL's code, not the user's, and would repeat hundreds of times.
     warnings.filterwarnings("ignore", r"`(is_)?gradient_checkpointing\w*` is deprecated", FutureWarning)
     return trainer
+
+
+def _lora_config(lora: Mapping[str, Any]) -> Any:
+    """``peft.LoraConfig`` for a causal language model (peft: the ``[trl]`` extra)."""
+    try:
+        from peft import LoraConfig
+    except ImportError as error:
+        raise ConfigError("LoRA needs the peft package: pip install -c constraints.txt -e '.[trl]'") from error
+    return LoraConfig(task_type="CAUSAL_LM", **lora)
 
 
 #: The columns of an exported TRL row that describe its example.

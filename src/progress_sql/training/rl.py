@@ -10,6 +10,7 @@ first-turn F and EX). Checkpoints go to ``<out>/checkpoints``; a rerun resumes f
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +37,36 @@ from progress_sql.types import Example
 #: The environment settings that :class:`RLSettings` sets under its own names.
 _OWN_ENV_FIELDS = {"max_turns": "turns", "reward": "reward", "timeout_s": "timeout_s"}
 
+#: Logging backends TRL (transformers' ``report_to``) can send the step logs to; ``none`` keeps them in
+#: ``metrics.jsonl`` and the console progress bar only.
+REPORT_BACKENDS = ("none", "tensorboard", "wandb")
+
+
+@dataclass(frozen=True, slots=True)
+class LoraSettings:
+    """LoRA adapters (PEFT) instead of full fine-tuning: rank ``r``, scale ``alpha`` and the modules that
+    get adapters (PEFT's ``all-linear``: every linear layer but the output head)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("all-linear",)
+
+    def __post_init__(self) -> None:
+        if self.r < 1 or self.alpha < 1 or not 0.0 <= self.dropout < 1.0 or not self.target_modules:
+            raise ConfigError("LoRA needs r >= 1, alpha >= 1, 0 <= dropout < 1 and at least one target module")
+
+    def peft_kwargs(self) -> dict[str, Any]:
+        """``peft.LoraConfig``'s keyword arguments (PEFT reads one string as a shortcut like ``all-linear``).
+
+        >>> LoraSettings(r=8).peft_kwargs()["target_modules"]
+        'all-linear'
+        """
+        modules: str | list[str] = (
+            self.target_modules[0] if len(self.target_modules) == 1 else list(self.target_modules)
+        )
+        return {"r": self.r, "lora_alpha": self.alpha, "lora_dropout": self.dropout, "target_modules": modules}
+
 
 @dataclass(frozen=True, slots=True)
 class RLSettings:
@@ -46,18 +77,34 @@ class RLSettings:
     reward: str = "progressive"
     turns: int = 2
     steps: int = 40
+    #: Prompts per optimizer step, over all processes (each sampled ``generations`` times).
     prompts_per_step: int = 4
     generations: int = 8
     learning_rate: float = 5e-5
+    #: Token budget of one model turn.
     max_new_tokens: int = 48
+    #: Token budget of a whole completion (every model turn and feedback turn); None: ``turns`` x
+    #: (``max_new_tokens`` + 40), room for a short feedback turn after each answer.
+    max_completion_tokens: int | None = None
     temperature: float = 1.0
     timeout_s: float = 2.0
     save_steps: int = 10
+    #: Checkpoints kept under ``<out>/checkpoints`` (the oldest are deleted); None: all.
+    save_total_limit: int | None = None
+    #: Sequences per process in one forward/backward pass; the step's ``prompts_per_step`` x
+    #: ``generations`` sequences are reached by gradient accumulation. None: the whole step at once.
+    per_device_batch: int | None = None
+    #: Where TRL sends the step logs besides ``metrics.jsonl``: :data:`REPORT_BACKENDS`.
+    report_to: tuple[str, ...] = ("none",)
+    #: LoRA adapters instead of full fine-tuning; None: every weight trains.
+    lora: LoraSettings | None = None
     seed: int = 0
     use_cpu: bool = True
     #: Generate with vLLM inside TRL (a GPU and the vllm package): ``colocate`` or ``server``; None: the
     #: trainer's own model.
     vllm_mode: str | None = None
+    #: Share of each GPU the colocated vLLM engine may take (TRL's default 0.3).
+    vllm_gpu_memory: float = 0.3
     env: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,11 +112,32 @@ class RLSettings:
             raise ConfigError(f"the turn budget T must be >= 1, got {self.turns}")
         if self.steps < 1 or self.prompts_per_step < 1 or self.generations < 2:
             raise ConfigError("RL needs steps >= 1, prompts_per_step >= 1 and generations >= 2 (a group)")
+        if self.max_new_tokens < 1 or self.completion_tokens < self.max_new_tokens:
+            raise ConfigError(
+                f"token budgets: a turn needs >= 1 token and the whole completion ({self.completion_tokens}) at "
+                f"least one turn's ({self.max_new_tokens})"
+            )
+        if self.save_total_limit is not None and self.save_total_limit < 1:
+            raise ConfigError(f"save_total_limit must be >= 1 (or None: keep all), got {self.save_total_limit}")
+        if self.per_device_batch is not None and self.per_device_batch < 1:
+            raise ConfigError(f"per_device_batch must be >= 1, got {self.per_device_batch}")
+        unknown = [name for name in self.report_to if name not in REPORT_BACKENDS]
+        if unknown or not self.report_to or ("none" in self.report_to and len(self.report_to) > 1):
+            raise ConfigError(
+                f"report_to takes none or any of {', '.join(REPORT_BACKENDS[1:])}, got {','.join(self.report_to)}"
+            )
         get_reward(self.reward)
         trainer_preset(self.preset)
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
+        if not 0.0 < self.vllm_gpu_memory < 1.0:
+            raise ConfigError(f"vllm_gpu_memory is a share of the GPU in (0, 1), got {self.vllm_gpu_memory}")
         self.env_config()
+
+    @property
+    def completion_tokens(self) -> int:
+        """The whole completion's token budget (see ``max_completion_tokens``)."""
+        return self.max_completion_tokens or self.turns * (self.max_new_tokens + 40)
 
     def env_config(self) -> EnvConfig:
         """The rollouts' environment: ``env`` with the turn budget, reward and timeout of these settings."""
@@ -201,6 +269,90 @@ def last_checkpoint(folder: Path) -> Path | None:
     return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
 
 
+def world_size() -> int:
+    """Training processes of this run: ``WORLD_SIZE`` as ``accelerate launch`` (torchrun) sets it; 1 alone."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def world_rank() -> int:
+    """This process's rank among them (``RANK``; 0 alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def batch_layout(settings: RLSettings, processes: int) -> tuple[int, int]:
+    """``(sequences per process and pass, gradient accumulation steps)`` that make one optimizer step of
+    ``prompts_per_step`` x ``generations`` sequences over ``processes`` processes.
+
+    >>> batch_layout(RLSettings(prompts_per_step=64, generations=8, per_device_batch=4), 8)
+    (4, 16)
+    >>> batch_layout(RLSettings(prompts_per_step=8, generations=8), 1)
+    (64, 1)
+    """
+    sequences = settings.prompts_per_step * settings.generations
+    per_device = settings.per_device_batch or sequences // processes
+    if per_device < 1 or sequences % (per_device * processes):
+        raise ConfigError(
+            f"{settings.prompts_per_step} prompts x {settings.generations} samples = {sequences} sequences per step "
+            f"do not split into passes of {per_device} sequences on {processes} processes: change prompts_per_step "
+            "or per_device_batch"
+        )
+    return per_device, sequences // (per_device * processes)
+
+
+def trainer_args(settings: RLSettings, out: Path, processes: int = 1) -> dict[str, Any]:
+    """``GRPOConfig``'s keyword arguments for ``settings``, checkpoints under ``out/checkpoints``, on
+    ``processes`` training processes."""
+    per_device, accumulation = batch_layout(settings, processes)
+    preset = dict(trainer_preset(settings.preset, accumulation).settings)
+    preset["num_generations"] = settings.generations
+    preset["temperature"] = settings.temperature
+    vllm: dict[str, Any] = {}
+    if settings.vllm_mode:
+        # TRL's vLLM route samples max_completion_length tokens per generate call, i.e. per turn here;
+        # generation_kwargs override its SamplingParams (colocate) or the server's request.
+        vllm = {
+            "vllm_mode": settings.vllm_mode,
+            "vllm_gpu_memory_utilization": settings.vllm_gpu_memory,
+            "generation_kwargs": {"max_tokens": settings.max_new_tokens},
+        }
+    return {
+        "output_dir": str(out / "checkpoints"),
+        "use_cpu": settings.use_cpu,
+        "per_device_train_batch_size": per_device,
+        "max_steps": settings.steps,
+        "max_completion_length": settings.completion_tokens,
+        "learning_rate": settings.learning_rate,
+        "lr_scheduler_type": "constant",
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": settings.save_steps,
+        "save_total_limit": settings.save_total_limit,
+        "report_to": list(settings.report_to),
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "seed": settings.seed,
+        "use_vllm": settings.vllm_mode is not None,
+        **vllm,
+        **preset,
+    }
+
+
+def save_final(trainer: Any, tokenizer: Any, folder: Path, *, lora: bool) -> None:
+    """The trained model as a Hugging Face folder that ``progress-sql eval`` and vLLM load. Through the
+    trainer, which gathers DeepSpeed ZeRO-3 or FSDP shards (every process must call it). With LoRA the
+    adapter goes to ``<folder>-adapter`` and, in a one-process run, the merged model to ``folder``
+    (a sharded multi-process run keeps the adapter only: merge it on one GPU, docs/training.md)."""
+    target = folder.with_name(f"{folder.name}-adapter") if lora else folder
+    trainer.save_model(str(target))
+    if lora and world_size() == 1:
+        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        merged.save_pretrained(folder)
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(folder)
+        if lora:
+            tokenizer.save_pretrained(target)
+
+
 def run_rl(
     model: Any,
     tokenizer: Any,
@@ -211,36 +363,15 @@ def run_rl(
     pool: ExecutionPool,
     *,
     on_step: Callable[[int], None] | None = None,
+    final: Path | None = None,
 ) -> RLResult:
     """Train ``model`` in place with multi-turn rollouts on ``prompts`` (the prompt text the model
-    sees, and the example it asks about)."""
+    sees, and the example it asks about); with ``final``, save the trained model there
+    (:func:`save_final`)."""
     if not prompts:
         raise ConfigError("RL needs at least one training prompt")
     out.mkdir(parents=True, exist_ok=True)
-    preset = dict(trainer_preset(settings.preset).settings)
-    accumulation = int(preset.pop("gradient_accumulation_steps", 1))
-    preset["num_generations"] = settings.generations
-    preset["temperature"] = settings.temperature
-    args = {
-        "output_dir": str(out / "checkpoints"),
-        "use_cpu": settings.use_cpu,
-        "per_device_train_batch_size": settings.prompts_per_step * settings.generations,
-        "gradient_accumulation_steps": accumulation,
-        "max_steps": settings.steps,
-        "max_completion_length": settings.turns * (settings.max_new_tokens + 40),
-        "learning_rate": settings.learning_rate,
-        "lr_scheduler_type": "constant",
-        "logging_steps": 1,
-        "save_strategy": "steps",
-        "save_steps": settings.save_steps,
-        "report_to": "none",
-        "disable_tqdm": True,
-        "dataloader_num_workers": 0,
-        "seed": settings.seed,
-        "use_vllm": settings.vllm_mode is not None,
-        **({"vllm_mode": settings.vllm_mode} if settings.vllm_mode else {}),
-        **preset,
-    }
+    args = trainer_args(settings, out, world_size())
     generator: TokenGenerator = (
         VLLMGenerator(tokenizer.eos_token_id)
         if settings.vllm_mode
@@ -254,9 +385,12 @@ def run_rl(
     metrics: list[dict[str, Any]] = []
     trainer = grpo_trainer(
         model, tokenizer, stats, [text for text, _ in prompts], reward=settings.reward, args=args,
+        lora=settings.lora.peft_kwargs() if settings.lora else None,
         on_log=_metrics_sink(out / "metrics.jsonl", stats, metrics), on_step=on_step,
     )  # fmt: skip
     resume = last_checkpoint(out / "checkpoints")
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    if final is not None:
+        save_final(trainer, tokenizer, final, lora=settings.lora is not None)
     return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None)

@@ -1,0 +1,133 @@
+"""recipes/trl/: the `accelerate launch` configs as accelerate 1.x itself reads and validates them, and the
+smoke and 8-GPU recipes' commands as `accelerate launch` and `progress-sql train` parse them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from progress_sql.cli import app
+from progress_sql.training.recipe import TrainConfig
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "trl"
+runner = CliRunner()
+
+
+def launch_args(config: Path, *script: str) -> Any:
+    """``accelerate launch --config_file config SCRIPT...`` parsed and validated as accelerate's launcher does
+    (accelerate/commands/launch.py: launch_command_parser, then _validate_launch_command fills the
+    arguments from the config file)."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+
+    args = launch_command_parser().parse_args(["--config_file", str(config), *script])
+    _validate_launch_command(args)
+    return args
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "launcher_flag"),
+    [("multi_gpu", "MULTI_GPU", "multi_gpu"), ("zero3", "DEEPSPEED", "use_deepspeed"), ("fsdp", "FSDP", "use_fsdp")],
+)
+def test_accelerate_reads_each_config(name: str, kind: str, launcher_flag: str) -> None:
+    from accelerate.commands.config.config_args import ClusterConfig, load_config_from_file
+    from accelerate.utils import DistributedType
+
+    path = RECIPES / f"{name}.yaml"
+    config = load_config_from_file(str(path))  # what `accelerate launch --config_file` loads
+    assert isinstance(config, ClusterConfig)
+    assert config.distributed_type == DistributedType[kind]
+    assert (config.num_processes, config.num_machines, config.mixed_precision) == (8, 1, "bf16")
+    args = launch_args(path, "train.py", "train")
+    assert getattr(args, launcher_flag) is True
+    assert (args.num_processes, args.mixed_precision) == (8, "bf16")
+    if name == "zero3":
+        assert config.deepspeed_config["zero_stage"] == 3
+        assert config.deepspeed_config["zero3_save_16bit_model"] is True  # one HF folder at the final save
+        assert args.zero_stage == 3
+    if name == "fsdp":
+        from accelerate.utils.launch import prepare_multi_gpu_env
+
+        env = prepare_multi_gpu_env(args)  # the variables the launched processes read
+        assert (env["ACCELERATE_USE_FSDP"], env["FSDP_VERSION"], env["FSDP_SHARDING_STRATEGY"]) == (
+            "true",
+            "2",
+            "FULL_SHARD",
+        )
+        assert env["FSDP_STATE_DICT_TYPE"] == "FULL_STATE_DICT"
+        # the model is loaded on every process before the trainer: no rank-0-only loading
+        assert env["FSDP_CPU_RAM_EFFICIENT_LOADING"] == "false"
+
+
+def recipe_command(script: str, *extra: str, **env: str) -> list[str]:
+    """The command a recipe would run (its PROGRESS_SQL_DRY_RUN output, one argument per line)."""
+    result = subprocess.run(
+        ["bash", str(RECIPES / script), *extra],
+        env={**os.environ, "PROGRESS_SQL_DRY_RUN": "1", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.splitlines()
+
+
+class CapturedError(Exception):
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+
+
+def train_config(arguments: list[str], monkeypatch: pytest.MonkeyPatch) -> TrainConfig:
+    """The TrainConfig `progress-sql train ARGUMENTS` would run (run_pretrained stands in at its boundary)."""
+    import progress_sql.training.recipe as recipe
+
+    def capture(config: TrainConfig, *_: object) -> None:
+        raise CapturedError(config)
+
+    monkeypatch.setattr(recipe, "run_pretrained", capture)
+    assert arguments[0] == "train"
+    result = runner.invoke(app, arguments)
+    assert isinstance(result.exception, CapturedError), result.output
+    return result.exception.config
+
+
+def test_smoke_recipe_runs_a_few_steps_on_one_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trl import GRPOConfig
+
+    from progress_sql.training.rl import trainer_args
+
+    command = recipe_command("smoke.sh", OUT=str(tmp_path / "smoke"), DATA_DIR=str(tmp_path))
+    assert command[0] == "progress-sql"
+    config = train_config(command[1:], monkeypatch)
+    assert config.model == "Qwen/Qwen2.5-0.5B-Instruct"
+    rl = config.rl
+    assert (rl.steps, rl.turns, rl.generations, rl.temperature, rl.learning_rate) == (5, 4, 8, 1.0, 1e-6)
+    assert (rl.vllm_mode, rl.save_total_limit, config.rl_prompts) == ("colocate", 1, 64)
+    grpo = GRPOConfig(**{**trainer_args(rl, tmp_path), "use_cpu": True})
+    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps) == (8, 4)  # 4 prompts x 8 samples
+    assert grpo.generation_kwargs == {"max_tokens": 512}
+
+
+@pytest.mark.parametrize("accelerate_config", ["zero3.yaml", "fsdp.yaml"])
+def test_eight_gpu_recipe_launches_train_through_accelerate(
+    accelerate_config: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from progress_sql.training.rl import batch_layout
+
+    command = recipe_command(
+        "qwen7b.sh", "--steps", "3", OUT=str(tmp_path / "run"), DATA_DIR=str(tmp_path),
+        ACCELERATE_CONFIG=accelerate_config,
+    )  # fmt: skip
+    assert command[:2] == ["accelerate", "launch"]
+    args = launch_args(Path(command[3]), *command[4:])
+    assert args.num_processes == 8
+    assert args.training_script_args[0] == "train"
+    config = train_config(args.training_script_args, monkeypatch)
+    assert config.model == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert (config.rl.steps, config.rl.turns, config.rl.learning_rate) == (3, 4, 1e-6)  # the extra argument won
+    assert config.rl.report_to == ("tensorboard",)
+    # 64 prompts x 8 samples per step on 8 processes in passes of 4: 16 accumulated passes per GPU
+    assert batch_layout(config.rl, args.num_processes) == (4, 16)
