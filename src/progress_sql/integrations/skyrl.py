@@ -77,9 +77,7 @@ def close_pools() -> None:
         _pools.clear()
 
 
-def settings(
-    env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
-) -> SkyRLEnvSettings:
+def settings(env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SkyRLEnvSettings:
     """The environment's settings: ``defaults`` (given at registration), then SkyRL's env_config,
     then the turn budget SkyRL puts in the extras."""
     given: dict[str, Any] = dict(defaults or {})
@@ -104,7 +102,7 @@ def load_settings_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{SETTINGS_FILE_KEY}: no file {file}")
     text = file.read_text(encoding="utf-8")
     if file.suffix in (".yaml", ".yml"):
-        import yaml  # wherever SkyRL runs, its config module has pyyaml
+        import yaml  # type: ignore[import-untyped, unused-ignore]  # SkyRL's config module needs pyyaml
 
         loaded = yaml.safe_load(text)
     elif file.suffix == ".json":
