@@ -23,14 +23,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# pip takes one exact tag per --platform; a GPU host accepts all of these.
+# pip takes one exact tag per --platform; a GPU host with glibc 2.31 (Ubuntu 20.04) or newer accepts all
+# of these (llguidance, a vllm dependency, ships manylinux_2_31 only; torch's nccl manylinux_2_18 only).
 LINUX_X86_64 = (
-    "manylinux_2_28_x86_64",
-    "manylinux_2_27_x86_64",
-    "manylinux_2_24_x86_64",
-    "manylinux_2_17_x86_64",
+    *(f"manylinux_2_{minor}_x86_64" for minor in range(31, 4, -1)),
     "manylinux2014_x86_64",
-    "manylinux_2_5_x86_64",
+    "manylinux2010_x86_64",
     "manylinux1_x86_64",
     "linux_x86_64",
 )

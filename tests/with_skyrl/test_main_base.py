@@ -23,10 +23,10 @@ import typing_extensions
 if sys.version_info < (3, 12):  # see the module docstring
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
 
-import skyrl_gym  # noqa: E402
-from skyrl.train.entrypoints import main_base  # noqa: E402
+import skyrl_gym
+from skyrl.train.entrypoints import main_base
 
-from progress_sql.integrations import skyrl_entrypoint  # noqa: E402
+from progress_sql.integrations import skyrl_entrypoint
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
