@@ -3,7 +3,9 @@
 The verl integration needs verl 0.9.1, which cannot share an environment with the [trl] extra:
 scripts/test.sh runs ``tests/with_verl`` and ``src/progress_sql/integrations/verl`` in the verl
 environment that scripts/verl_venv.sh builds. In an environment without verl they are not collected
-here (they are not skipped: they run in their own environment).
+here (they are not skipped: they run in their own environment). Likewise the SkyRL trainer's entry
+point and ``tests/with_skyrl`` need skyrl 0.4.0 (Python >= 3.12); its skyrl-free parts are tested
+everywhere (tests/integrations/test_skyrl_entrypoint.py).
 """
 
 from __future__ import annotations
@@ -11,4 +13,7 @@ from __future__ import annotations
 import importlib.util
 
 VERL_ONLY = ["tests/with_verl", "src/progress_sql/integrations/verl/agent_loop.py"]
-collect_ignore = [] if importlib.util.find_spec("verl") else VERL_ONLY
+SKYRL_ONLY = ["tests/with_skyrl", "src/progress_sql/integrations/skyrl_entrypoint.py"]
+collect_ignore = ([] if importlib.util.find_spec("verl") else VERL_ONLY) + (
+    [] if importlib.util.find_spec("skyrl") else SKYRL_ONLY
+)

@@ -184,8 +184,10 @@ class ExecutionPool(Closing):
         context = multiprocessing.get_context(start_method)
         self._workers = [_Worker(context, memory_bytes, start_timeout_s) for _ in range(count)]
         self._margin = kill_margin_s
-        # Idle workers: a thread holds one only while it has a job to run on it.
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        # Idle workers: a thread holds one only while it has a job to run on it. Last in, first out,
+        # so a pool sized for peak concurrency (SkyRL's stepping threads) starts only as many
+        # processes as were ever busy at once instead of cycling through all of them.
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         for worker in self._workers:
             self._idle.put(worker)
         self._closed = False

@@ -1,11 +1,15 @@
 """SkyRL integration: the refinement environment as a skyrl-gym ``BaseTextEnv`` over the rows of
 ``progress-sql export --format skyrl`` (extra ``[skyrl]``); each step's metadata is the turn's
-:class:`~progress_sql.env.records.TurnRecord`. Settings: docs/export.md#the-skyrl-environment."""
+:class:`~progress_sql.env.records.TurnRecord`. Settings: docs/export.md#the-skyrl-environment; the
+trainer's entry point (``trainer.override_entrypoint``): :mod:`progress_sql.integrations.skyrl_entrypoint`,
+whose skyrl-free parts (:func:`entry_settings`, :func:`run_registered`) live here."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,51 +26,114 @@ from progress_sql.export.formats import SKYRL_ENV_CLASS, skyrl_example
 from progress_sql.rewards.registry import RewardContext, get_reward
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
+#: SkyRL's default number of threads that step environments (``environment.skyrl_gym.max_env_workers``,
+#: skyrl@0.4.0 skyrl/train/config/config.py:1422): the pool size when nothing says otherwise.
+DEFAULT_STEPPING_THREADS = 32
+#: The key of the environment settings that names a JSON or YAML file of further settings.
+SETTINGS_FILE_KEY = "settings_file"
+#: Settings of this adapter that are not :class:`EnvConfig` fields.
+ADAPTER_KEYS = ("step_rewards", "execution_workers")
 
-_local = threading.local()
-_pools: list[ExecutionPool] = []
+_pools: dict[int, ExecutionPool] = {}
 _pools_lock = threading.Lock()
 _cache = GoldCache()
 
 
-def _env_for(config: EnvConfig) -> SQLRefineEnv:
+@dataclass(frozen=True, slots=True)
+class SkyRLEnvSettings:
+    """What one environment runs with: the episode's :class:`EnvConfig`, whether each step gets the
+    change of the reward so far (``step_rewards``), and the size of the process's execution pool."""
+
+    config: EnvConfig
+    step_rewards: bool
+    execution_workers: int
+
+
+def _env_for(settings: SkyRLEnvSettings) -> SQLRefineEnv:
     """The only place this adapter builds an environment: on the one gold store for this config over
-    the thread's pool and the process's gold cache."""
-    return SQLRefineEnv(config, store=shared_store(config, pool=_thread_pool(), cache=_cache))
+    the process's pool of that size and the process's gold cache."""
+    pool = execution_pool(settings.execution_workers)
+    return SQLRefineEnv(settings.config, store=shared_store(settings.config, pool=pool, cache=_cache))
 
 
-def _thread_pool() -> ExecutionPool:
-    pool: ExecutionPool | None = getattr(_local, "pool", None)
-    if pool is None:
-        pool = _local.pool = ExecutionPool(workers=1)
-        with _pools_lock:
-            _pools.append(pool)
-    return pool
+def execution_pool(workers: int) -> ExecutionPool:
+    """The process's execution pool with ``workers`` workers (made on first use). SkyRL makes every
+    environment on its event-loop thread and steps them on up to ``max_env_workers`` threads
+    (skyrl@0.4.0 skyrl/train/generators/skyrl_gym_generator.py:200-203, 397, 549): one pool of as many
+    workers serves them all, so one slow query holds up one worker, not the other trajectories.
+    Workers start when first needed."""
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None or pool.closed:
+            pool = _pools[workers] = ExecutionPool(workers=workers)
+        return pool
 
 
 def close_pools() -> None:
     """Stop every execution worker the environments of this process started."""
     with _pools_lock:
-        for pool in _pools:
+        for pool in _pools.values():
             pool.close()
         _pools.clear()
-    _local.__dict__.pop("pool", None)
 
 
-def settings(
-    env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
-) -> tuple[EnvConfig, bool]:
-    """The :class:`EnvConfig` and the ``step_rewards`` switch: ``defaults`` (given at registration),
-    then SkyRL's env_config, then the turn budget SkyRL puts in the extras."""
+def settings(env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SkyRLEnvSettings:
+    """The environment's settings: ``defaults`` (given at registration), then SkyRL's env_config,
+    then the turn budget SkyRL puts in the extras."""
     given: dict[str, Any] = dict(defaults or {})
     if isinstance(env_config, Mapping):
         given.update(env_config.items())
     elif env_config is not None:
         given.update(vars(env_config))
     step_rewards = bool(given.pop("step_rewards", False))
+    workers = int(given.pop("execution_workers", None) or DEFAULT_STEPPING_THREADS)
+    if workers < 1:
+        raise ConfigError(f"execution_workers must be >= 1, got {workers}")
     if extras.get("max_turns") is not None:
         given["max_turns"] = int(extras["max_turns"])
-    return env_config_from_mapping(given, source="progress_sql env_config"), step_rewards
+    config = env_config_from_mapping(given, source="progress_sql env_config")
+    return SkyRLEnvSettings(config, step_rewards, workers)
+
+
+def load_settings_file(path: str | Path) -> dict[str, Any]:
+    """The environment settings in a ``.json``, ``.yaml`` or ``.yml`` file (one mapping)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{SETTINGS_FILE_KEY}: no file {file}")
+    text = file.read_text(encoding="utf-8")
+    if file.suffix in (".yaml", ".yml"):
+        import yaml  # type: ignore[import-untyped, unused-ignore]  # SkyRL's config module needs pyyaml
+
+        loaded = yaml.safe_load(text)
+    elif file.suffix == ".json":
+        loaded = json.loads(text)
+    else:
+        raise ConfigError(f"{SETTINGS_FILE_KEY}: {file} is neither .json nor .yaml/.yml")
+    if not isinstance(loaded, Mapping):
+        raise ConfigError(f"{SETTINGS_FILE_KEY}: {file} holds {type(loaded).__name__}, not a mapping of settings")
+    return dict(loaded)
+
+
+def entry_settings(section: Mapping[str, Any], stepping_threads: int) -> dict[str, Any]:
+    """The settings every environment of a SkyRL run gets (the ``env_config`` SkyRL's generator passes
+    to ``skyrl_gym.make``): those of the file that ``section[SETTINGS_FILE_KEY]`` names, then the
+    section's own keys (the command line wins), and an execution pool as large as SkyRL's stepping
+    threads (``max_env_workers``) unless ``execution_workers`` says otherwise. Checked here, so a bad
+    key fails before Ray and the models start."""
+    given = dict(section)
+    named = given.pop(SETTINGS_FILE_KEY, None)
+    merged = {**(load_settings_file(named) if named else {}), **given}
+    merged.pop(SETTINGS_FILE_KEY, None)
+    merged.setdefault("execution_workers", max(1, int(stepping_threads)))
+    settings(merged, {})
+    return merged
+
+
+def run_registered(run: Callable[[], Any], env_id: str = SKYRL_ENV_CLASS) -> Any:
+    """Inside the Ray task that builds SkyRL's generator: register the environment there (the
+    registry is per process, and the task runs in a Ray worker), then run the experiment."""
+    register_env(env_id)
+    return run()
 
 
 class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
@@ -80,7 +147,8 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         extras = extras or {}
-        self.config, self.step_rewards = settings(env_config, extras, defaults)
+        self.settings = settings(env_config, extras, defaults)
+        self.config, self.step_rewards = self.settings.config, self.settings.step_rewards
         self.example = skyrl_example(extras)
         if not Path(self.example.db_path).is_file():
             raise DatasetError(
@@ -88,7 +156,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
                 "or export without it)"
             )
         self.max_turns = self.config.max_turns
-        self.env = _env_for(self.config)
+        self.env = _env_for(self.settings)
         self._reward_so_far = 0.0
         self._last: TurnRecord | None = None
 
