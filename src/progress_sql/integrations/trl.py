@@ -94,6 +94,10 @@ class VLLMGenerator:
         return [list(c) if c and c[-1] == self.eos_token_id else [*c, self.eos_token_id] for c in completions]
 
 
+#: Batches in a row with only empty first turns before the rollout stops the run.
+SILENT_BATCHES_BEFORE_FAILING = 3
+
+
 @dataclass(slots=True)
 class TrlRollout:
     """The ``rollout_func``: one environment episode per received prompt, about ``examples[id]`` (the
@@ -109,9 +113,25 @@ class TrlRollout:
     cache: GoldCache = field(default_factory=GoldCache)
     #: Every trajectory of the last call (for tests and run reports).
     last_trajectories: list[Trajectory] = field(default_factory=list)
+    #: Batches in a row whose first turn was empty for every prompt (see SILENT_BATCHES_BEFORE_FAILING).
+    silent_batches: int = 0
 
     def __post_init__(self) -> None:
         self.env_config = replace(self.env_config, schema_profile="none")
+
+    def _check_not_silent(self, first_turns: Sequence[Sequence[int]]) -> None:
+        """A batch whose first turns are all empty is model behaviour (a barely trained model may stop at
+        once: scored as data, with a warning); the same batch after batch is a tokenizer whose eos / pad
+        ids do not match the model, or max_new_tokens of 0: fail fast instead of training on nothing."""
+        if any(self._text(tokens).strip() for tokens in first_turns):
+            self.silent_batches = 0
+            return
+        self.silent_batches += 1
+        message = "the model produced no tokens for any prompt of this batch"
+        hint = "check that the tokenizer's eos and pad ids match the model and that max_new_tokens > 0"
+        if self.silent_batches >= SILENT_BATCHES_BEFORE_FAILING:
+            raise ConfigError(f"{message}, {self.silent_batches} batches in a row: {hint}")
+        warnings.warn(f"{message} (if this repeats, {hint})", RuntimeWarning, stacklevel=3)
 
     def _tokens(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -151,11 +171,8 @@ class TrlRollout:
             if not active:
                 break
             turns = self.generator([prompt_ids[i] + completion_ids[i] for i in active], trainer)
-            if not completion_ids[active[0]] and not any(self._text(tokens).strip() for tokens in turns):
-                raise ConfigError(
-                    "the model produced no tokens for any prompt of this batch: check that the tokenizer's eos "
-                    "and pad ids match the model and that max_new_tokens > 0"
-                )
+            if not completion_ids[active[0]]:
+                self._check_not_silent(turns)
             still_active = []
             for i, tokens in zip(active, turns, strict=True):
                 step = envs[i].step(self._text(tokens))
