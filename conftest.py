@@ -10,5 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 
-VERL_ONLY = ["tests/with_verl", "src/progress_sql/integrations/verl/agent_loop.py"]
+VERL_ONLY = [
+    "tests/with_verl",
+    *(f"src/progress_sql/integrations/verl/{name}.py" for name in ("agent_loop", "trainer", "main")),
+]
 collect_ignore = [] if importlib.util.find_spec("verl") else VERL_ONLY
