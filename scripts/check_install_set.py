@@ -23,14 +23,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# pip takes one exact tag per --platform; a GPU host accepts all of these.
+# pip takes one exact tag per --platform; a GPU host with glibc 2.35 (Ubuntu 22.04, CUDA 13 images)
+# accepts all of these. Every glibc minor is listed: some wheels carry only one, e.g. nvidia-nccl-cu13
+# 2.28.9 (torch 2.11) only 2_18 and llguidance 1.7 (vLLM 0.24) only 2_31.
 LINUX_X86_64 = (
-    "manylinux_2_28_x86_64",
-    "manylinux_2_27_x86_64",
-    "manylinux_2_24_x86_64",
-    "manylinux_2_17_x86_64",
+    *(f"manylinux_2_{minor}_x86_64" for minor in range(35, 4, -1)),
     "manylinux2014_x86_64",
-    "manylinux_2_5_x86_64",
+    "manylinux2010_x86_64",
     "manylinux1_x86_64",
     "linux_x86_64",
 )
