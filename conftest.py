@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 
-VERL_ONLY = ["tests/with_verl", "src/progress_sql/integrations/verl/agent_loop.py"]
+VERL_ONLY = [
+    "tests/with_verl",
+    *(f"src/progress_sql/integrations/verl/{name}.py" for name in ("agent_loop", "trainer", "main")),
+]
 SKYRL_ONLY = ["tests/with_skyrl", "src/progress_sql/integrations/skyrl_entrypoint.py"]
 collect_ignore = ([] if importlib.util.find_spec("verl") else VERL_ONLY) + (
     [] if importlib.util.find_spec("skyrl") else SKYRL_ONLY

@@ -6,8 +6,15 @@
 # else (batch sizes, lengths, learning rate, KL) is ours and marked as such in docs/training.md.
 #
 # Environment variables: MODEL, TRAIN_FILES, VAL_FILES (parquet files of verl_row rows), NNODES,
-# GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), EXPERIMENT.
+# GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), EXPERIMENT,
+# CHECKPOINT_DIR (checkpoints go to CHECKPOINT_DIR/<experiment>; made absolute, default
+# $HOME/checkpoints/progress-sql), KEEP_CHECKPOINTS (actor checkpoints kept, default 2: a 7B FSDP
+# checkpoint with optimizer state is about 80 GB), ROLLOUT_DATA_DIR (when set, every training step's
+# trajectories are dumped there as <step>.jsonl), LOGGER (verl's trainer.logger, default [console]).
 # PROGRESS_SQL_DRY_RUN=1 prints the overrides, one per line, instead of starting training.
+#
+# Training starts from progress_sql.integrations.verl.main: verl's main_ppo with the v1 trainer
+# progress_sql_sync (PPOTrainerSync plus the progress_sql/* step metrics, docs/training.md).
 
 PYTHON="${PYTHON:-python3}"
 MODEL="${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}"
@@ -15,6 +22,9 @@ TRAIN_FILES="${TRAIN_FILES:-$HOME/data/progress-sql/verl/train.parquet}"
 VAL_FILES="${VAL_FILES:-$HOME/data/progress-sql/verl/validation.parquet}"
 NNODES="${NNODES:-1}"
 GPUS_PER_NODE="${GPUS_PER_NODE:-8}"
+CHECKPOINT_DIR="$(realpath -m "${CHECKPOINT_DIR:-$HOME/checkpoints/progress-sql}")"
+KEEP_CHECKPOINTS="${KEEP_CHECKPOINTS:-2}"
+LOGGER="${LOGGER:-[console]}"
 
 # Where the installed package keeps the agent-loop registry and the reward function.
 AGENT_LOOPS="$("$PYTHON" -c 'import progress_sql.integrations.verl as v; print(v.AGENT_LOOPS_YAML)')"
@@ -60,12 +70,20 @@ common_overrides=(
   "trainer.n_gpus_per_node=$GPUS_PER_NODE"
   "trainer.nnodes=$NNODES"
   "trainer.project_name=progress-sql"
-  "trainer.logger=[console]"
+  "trainer.logger=$LOGGER"
   "trainer.total_epochs=1"                 # ours
   "trainer.save_freq=50"
   "trainer.test_freq=25"
   "trainer.val_before_train=true"
+  # Absolute, so every node and a resumed run (trainer.resume_mode=auto) find the same folder.
+  "trainer.default_local_dir=$CHECKPOINT_DIR/\${trainer.experiment_name}"
+  "trainer.max_actor_ckpt_to_keep=$KEEP_CHECKPOINTS"
+  # The v1 trainer with the Progress-SQL step metrics (registered by progress_sql.integrations.verl.main).
+  "trainer.v1.trainer_mode=progress_sql_sync"
 )
+if [ -n "${ROLLOUT_DATA_DIR:-}" ]; then
+  common_overrides+=("trainer.rollout_data_dir=$(realpath -m "$ROLLOUT_DATA_DIR")")
+fi
 
 # run_recipe OVERRIDE...: start verl's trainer with the common and the given overrides (extra
 # command-line arguments of the recipe come last and win).
@@ -75,5 +93,5 @@ run_recipe() {
     printf '%s\n' "${all[@]}"
     return 0
   fi
-  exec "$PYTHON" -m verl.trainer.main_ppo "${all[@]}"
+  exec "$PYTHON" -m progress_sql.integrations.verl.main "${all[@]}"
 }

@@ -117,14 +117,36 @@ def dataset_batch(parquet: Path, tokenizer: Any, config: DictConfig, repeat: int
     return DataProto.from_single_dict(collate_fn(items), meta_info={"validate": False, "global_steps": 1})
 
 
-class ScriptedServer:
-    """Stands in for verl's LLM server client: the n-th assistant turn of the conversation about a
-    question gets ``scripts[question][n]`` (then eos), cut at the request's ``max_tokens``."""
+#: vLLM caches the prompt in blocks of this many tokens (vLLM's default block size).
+VLLM_BLOCK_SIZE = 16
 
-    def __init__(self, tokenizer: Any, scripts: dict[str, list[str]]) -> None:
+
+class ScriptedServer:
+    """Stands in for verl's LLM server client (``LLMServerClient.generate``): the n-th assistant turn
+    of the conversation about a question gets ``scripts[question][n]`` (then eos), cut at the
+    request's ``max_tokens``. The ``TokenOutput`` has the fields verl's vLLM server fills
+    (``verl/workers/rollout/vllm_rollout/vllm_async_server.py`` ``generate``: ``extra_fields``
+    ``global_steps`` (the weights' version, set by ``set_global_steps``) and ``num_cached_tokens``
+    (vLLM's prefix-cache hits: the earlier turns' prompt, whole blocks), ``stop_reason``
+    ``completed``, ``num_preempted``) and the two the client adds (``verl/workers/rollout/llm_server.py``
+    ``LLMServerClient.generate``: ``min_global_steps`` and ``max_global_steps``, both ``global_steps``)."""
+
+    def __init__(self, tokenizer: Any, scripts: dict[str, list[str]], global_steps: int = 0) -> None:
         self.tokenizer = tokenizer
         self.scripts = scripts
+        self.global_steps = global_steps
         self.calls: list[tuple[str, int, int]] = []  # (question, turn, max_tokens), in call order
+        self.extra_fields: list[tuple[str, int, dict[str, Any]]] = []  # (question, turn, extra_fields), in call order
+        self._prompts: dict[str, list[int]] = {}  # the last prompt of each conversation
+
+    def _cached_tokens(self, question: str, prompt_ids: list[int]) -> int:
+        earlier = self._prompts.get(question, [])
+        common = next(
+            (i for i, (a, b) in enumerate(zip(earlier, prompt_ids, strict=False)) if a != b),
+            min(len(earlier), len(prompt_ids)),
+        )
+        self._prompts[question] = list(prompt_ids)
+        return common // VLLM_BLOCK_SIZE * VLLM_BLOCK_SIZE
 
     async def generate(
         self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
@@ -139,7 +161,15 @@ class ScriptedServer:
         ]
         ids = ids[: sampling_params["max_tokens"]]
         logprobs = [-0.5] * len(ids) if sampling_params.get("logprobs") else None
-        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed")
+        extra_fields = {
+            "global_steps": self.global_steps,
+            "num_cached_tokens": self._cached_tokens(question, prompt_ids),
+        }
+        extra_fields |= {"min_global_steps": self.global_steps, "max_global_steps": self.global_steps}
+        self.extra_fields.append((question, turn, dict(extra_fields)))
+        return TokenOutput(
+            token_ids=ids, log_probs=logprobs, stop_reason="completed", num_preempted=0, extra_fields=extra_fields
+        )
 
 
 def answer(sql: str) -> str:

@@ -22,8 +22,8 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from progress_sql.env.core import EnvConfig, SQLRefineEnv
 from progress_sql.errors import ConfigError
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY
-from progress_sql.integrations.verl.agent_loop import STOP_KEY
-from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, compute_score
+from progress_sql.integrations.verl.agent_loop import STOP_KEY, merge_generation_fields
+from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, compute_score
 from progress_sql.rewards.registry import RewardSpec
 from progress_sql.types import Example
 from tests.with_verl.conftest import ScriptedServer, answer, compose_verl, dataset_batch, rows_of, write_parquet
@@ -131,6 +131,42 @@ def test_a_failing_gold_scores_zero_without_stopping_the_batch(
     scored = compute_score("spider", WRONG, bad.gold_sql, extra)
     assert (scored["score"], scored["gold_invalid"]) == (0.0, 1)
     assert set(scored) == set(compute_score("spider", WRONG, good.gold_sql, {TURNS_KEY: []} | good_info(good)))
+
+
+def test_a_missing_database_scores_zero_without_stopping_the_batch(
+    model_dir: Path, examples: list[Example], tmp_path: Path
+) -> None:
+    """A row whose database is not on this node: one unexecuted answer, reward 0, marked
+    (database_error); the other trajectories of the batch are unaffected."""
+    good = examples[0]
+    lost = replace(examples[1], db_path=str(tmp_path / "elsewhere" / "music.sqlite"))
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML)
+    output, server = rollout(
+        worker, [good, lost], {good.question: [answer(good.gold_sql)], lost.question: [WRONG]}, tmp_path
+    )
+    assert output.non_tensor_batch[STOP_KEY].tolist() == ["match", "database_error"]
+    errors = output.non_tensor_batch[DATABASE_ERROR_KEY].tolist()
+    assert errors[0] == ""
+    assert "elsewhere" in errors[1]
+    assert output.non_tensor_batch[TURNS_KEY][1] == []
+    assert [call[1] for call in server.calls if call[0] == lost.question] == [0]
+    scored = compute_score("spider", WRONG, lost.gold_sql, {TURNS_KEY: [], DATABASE_ERROR_KEY: errors[1]})
+    assert (scored["score"], scored["database_error"], scored["gold_invalid"]) == (0.0, 1, 0)
+    # no record (a row scored outside the loop): the fallback opens the database, and marks it too
+    fallback = compute_score("spider", WRONG, lost.gold_sql, rows_of([lost])[0]["extra_info"])
+    assert (fallback["score"], fallback["database_error"], fallback["from_record"]) == (0.0, 1, 0)
+    assert set(fallback) == set(compute_score("spider", WRONG, good.gold_sql, good_info(good)))
+
+
+def test_generation_fields_merge_over_turns_as_verls_tool_agent_loop() -> None:
+    """The first turn's fields, then the latest max_global_steps and the summed speculative counts."""
+    first = {"global_steps": 3, "min_global_steps": 3, "max_global_steps": 3, "num_cached_tokens": 0,
+             "spec_num_draft_tokens": 4}  # fmt: skip
+    later = {"global_steps": 4, "min_global_steps": 4, "max_global_steps": 4, "num_cached_tokens": 96,
+             "spec_num_draft_tokens": 6}  # fmt: skip
+    merged = merge_generation_fields(merge_generation_fields({}, first), later)
+    assert merged == {**first, "max_global_steps": 4, "spec_num_draft_tokens": 10}
+    assert merge_generation_fields(merged, {"max_global_steps": None}) == merged
 
 
 def good_info(example: Example) -> dict[str, Any]:

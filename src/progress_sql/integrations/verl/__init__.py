@@ -1,6 +1,8 @@
-"""verl 0.9.1 integration ([verl] extra, in its own environment: it conflicts with [trl]): the agent loop
-(:mod:`.agent_loop`, registered by ``agent_loops.yaml``, :data:`AGENT_LOOPS_YAML`) and
-``compute_score`` (:mod:`.reward`, no verl import) over ``export --format verl`` rows; docs/training.md."""
+"""verl 0.9.1 integration ([verl] extra, in its own environment: it conflicts with [trl]; [verl-gpu] on
+GPUs): the agent loop (:mod:`.agent_loop`, registered by ``agent_loops.yaml``, :data:`AGENT_LOOPS_YAML`)
+and ``compute_score`` (:mod:`.reward`, no verl import) over ``export --format verl`` rows; the v1
+trainer with the training-step metrics (:mod:`.trainer`, :mod:`.metrics`) and its entry point
+(:mod:`.main`, what recipes/verl start); docs/training.md."""
 
 from __future__ import annotations
 

@@ -15,23 +15,23 @@ from typing import Any, TypeVar
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
+from verl.experimental.agent_loop.tool_agent_loop import SPEC_DECODE_EXTRA_KEYS
 from verl.utils.profiler import simple_timer
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import verl_example
-from progress_sql.integrations.verl.reward import GOLD_ERROR_KEY, TURNS_KEY
+from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, STOP_KEY, TURNS_KEY, StopReason
 from progress_sql.rewards.registry import RewardContext, get_reward
 
 T = TypeVar("T")
 
-#: ``extra_fields`` key saying why the episode ended: match, max_turns, response_length or gold_invalid
-#: (the row's gold query fails or times out: the model answers once, unexecuted, and scores 0).
-STOP_KEY = "progress_sql_stop"
+__all__ = ["STOP_KEY", "ProgressSQLAgentLoop", "merge_generation_fields"]
+
 #: Constructor arguments that verl itself passes (``AgentLoopBase``'s, and hydra's ``tools`` and ``name``).
 _VERL_ARGS = frozenset(inspect.signature(AgentLoopBase.__init__).parameters) - {"self", "kwargs"} | {"tools", "name"}
 
@@ -72,6 +72,25 @@ def loop_env_config(settings: dict[str, Any]) -> EnvConfig:
     """The environment settings of the loop (``agent_loops.yaml`` keys); the prompt comes from the row,
     so the environment renders no schema (``schema_profile`` none)."""
     return replace(env_config_from_mapping(settings, source="agent_loops.yaml"), schema_profile="none")
+
+
+def merge_generation_fields(so_far: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+    """The trajectory's generation fields after one more turn's ``TokenOutput.extra_fields``, merged as
+    verl 0.9.1's ToolAgentLoop does (``tool_agent_loop.py`` ``_handle_generating_state``): the first
+    turn's fields as they are (``global_steps``, ``min_global_steps``, ``max_global_steps``,
+    ``num_cached_tokens``, ...), then each later turn's ``max_global_steps`` and the summed
+    speculative-decoding counts. The v1 trainer turns ``min/max_global_steps`` into integer tags
+    (``agent_loop_tq.py`` ``_agent_loop_postprocess``; ``trainer_base.py`` ``_compute_metrics``)."""
+    if not so_far:
+        return dict(turn)
+    merged = dict(so_far)
+    max_global_steps = turn.get("max_global_steps")
+    if max_global_steps:  # as upstream: a falsy version (None, 0) leaves the first turn's
+        merged["max_global_steps"] = max_global_steps
+    for key in SPEC_DECODE_EXTRA_KEYS:
+        if key in turn and key in merged:
+            merged[key] = int(merged[key]) + int(turn[key])
+    return merged
 
 
 class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not type-checked
@@ -118,19 +137,23 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         env = self._env()
         metrics: dict[str, Any] = {}
         gold_error: str | None = None
+        database_error: str | None = None
         with simple_timer("tool_calls", metrics):
             try:
                 await self._off_loop(env.reset, example)  # runs the gold query once per (db, SQL)
             except GoldQueryError as error:  # one bad row must not end a long training run
                 gold_error = str(error)
+            except DatasetError as error:  # nor one node without the row's database
+                database_error = str(error)
         prompt_ids: list[int] = await self.ct_build_initial_tokens(messages)
         runtime_ids = list(prompt_ids)
         mask: list[int] = []
         want_logprobs = bool(sampling_params.get("logprobs"))
         logprobs: list[float] | None = [] if want_logprobs else None
         records: list[TurnRecord] = []
+        generation: dict[str, Any] = {}
         request_id = uuid4().hex
-        stop = "max_turns"
+        stop: StopReason = "max_turns"
         answers = feedback_turns = 0
         for _ in range(self.env_config.max_turns):
             budget = self.response_length - len(mask)
@@ -143,6 +166,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                     prompt_ids=runtime_ids,
                     sampling_params={**sampling_params, "max_tokens": budget},
                 )
+            generation = merge_generation_fields(generation, output.extra_fields)
             merged, mask, logprobs = await self.ct_merge_assistant_token(
                 runtime_ids,
                 output.token_ids,
@@ -155,6 +179,9 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
             if gold_error is not None:  # nothing to compare with: one turn, scored 0 (GOLD_ERROR_KEY)
                 stop = "gold_invalid"
+                break
+            if database_error is not None:  # nothing to run on: one turn, scored 0 (DATABASE_ERROR_KEY)
+                stop = "database_error"
                 break
             with simple_timer("tool_calls", metrics):
                 step = await self._off_loop(env.step, text)
@@ -180,9 +207,11 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
             num_turns=1 + answers + feedback_turns,  # verl counts every message, the prompt as one
             metrics=metrics,
             extra_fields={
+                **generation,  # the model-version fields verl's trainer reads, as its own loops copy them
                 TURNS_KEY: [record.to_dict() for record in records],
                 STOP_KEY: stop,
                 GOLD_ERROR_KEY: gold_error or "",
+                DATABASE_ERROR_KEY: database_error or "",
                 "turn_scores": [],
                 "tool_rewards": [],
             },

@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord, trajectory_of
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import verl_example
@@ -31,6 +31,17 @@ from progress_sql.types import RewardBreakdown, Trajectory, Turn
 TURNS_KEY = "progress_sql_turns"
 #: Non-empty when the row's gold query could not be used (the error); such an episode scores 0.
 GOLD_ERROR_KEY = "progress_sql_gold_error"
+#: Non-empty when the row's database could not be opened on the node (the error); scores 0 as well.
+DATABASE_ERROR_KEY = "progress_sql_database_error"
+#: ``extra_fields`` key of the agent loop saying why the episode ended (:data:`StopReason`).
+#: gold_invalid: the row's gold query fails or times out; database_error: the row's database cannot be
+#: opened on this node (a missing file, say). In both the model answers once, unexecuted, and scores 0.
+STOP_KEY = "progress_sql_stop"
+StopReason = Literal["match", "max_turns", "response_length", "gold_invalid", "database_error"]
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
+#: The keys of :func:`compute_score`'s result that describe the trajectory; every other key but
+#: ``score`` is a reward component.
+TRAJECTORY_KEYS = ("num_turns", "k_star", "first_turn_f", "from_record", "gold_invalid", "database_error")
 #: Keyword arguments verl itself may add to the call (reward-model routing); not ours to check.
 _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _WEIGHTS = frozenset(f.name for f in fields(ProgressiveConfig))
@@ -100,7 +111,9 @@ def compute_score(
 ) -> dict[str, Any]:
     """``{"score": total, <component>: value, ..., "num_turns", "k_star" (0: never), "first_turn_f",
     "from_record" (1: the loop's record, 0: single-turn fallback), "gold_invalid" (1: the gold query
-    failed or timed out, every value 0)}``; verl passes every key on as ``reward_extra_info``."""
+    failed or timed out), "database_error" (1: the database could not be opened)}``, every value 0
+    when either flag is set. The same keys for every row: verl passes them on as
+    ``reward_extra_info`` and stacks each key over the batch."""
     reward, weights = reward_settings(kwargs)
     spec, context = get_reward(reward), RewardContext(ground_truth, progressive=weights)
     info = extra_info or {}
@@ -108,15 +121,19 @@ def compute_score(
     records = [TurnRecord.from_dict(record) for record in recorded]
     from_record = len(records) > 0
     gold_error = str(info.get(GOLD_ERROR_KEY) or "")
-    if not from_record and not gold_error:
+    database_error = str(info.get(DATABASE_ERROR_KEY) or "")
+    if not from_record and not gold_error and not database_error:
         try:
             records = _single_turn(solution_str, ground_truth, info, reward, weights)
         except GoldQueryError as error:
             gold_error = str(error)
-    if gold_error:  # every key present, all zero: GRPO sees no signal from the row, and logs count it
+        except DatasetError as error:
+            database_error = str(error)
+    if gold_error or database_error:  # every key present, all zero: GRPO sees no signal, logs count it
         zeros = {name: 0.0 for name, _ in spec.score(_NO_ANSWER, context).components}
         return {"score": 0.0, **zeros, "num_turns": 0, "k_star": 0, "first_turn_f": 0.0,
-                "from_record": int(from_record), "gold_invalid": 1}  # fmt: skip
+                "from_record": int(from_record), "gold_invalid": int(bool(gold_error)),
+                "database_error": int(bool(database_error))}  # fmt: skip
     breakdown = _reward(records, spec, context)
     trajectory = trajectory_of(records)
     return {
@@ -127,4 +144,5 @@ def compute_score(
         "first_turn_f": trajectory.turns[0].f if trajectory.turns else 0.0,
         "from_record": int(from_record),
         "gold_invalid": 0,
+        "database_error": 0,
     }
