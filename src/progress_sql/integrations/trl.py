@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import example_fields, trl_example
@@ -266,8 +266,9 @@ class TrlRollout:
 
     def episodes(self, prompts: Sequence[str], examples: Sequence[Example], trainer: Any) -> dict[str, Any]:
         """One episode per prompt text, about the example at the same position. An episode whose gold
-        query fails or times out gets one model turn, no feedback, every reward component 0 and its
-        ``gold_error`` (a row the environment cannot score is data, not a reason to end the run)."""
+        query fails or times out (or whose database is missing) gets one model turn, no feedback, every
+        reward component 0 and its ``gold_error`` (a row the environment cannot score is data, not a
+        reason to end the run)."""
         if self.pool is None:
             self.pool = ExecutionPool(workers=1)
         envs = [_make_env(self.env_config, self.pool, self.cache) for _ in prompts]
@@ -275,7 +276,7 @@ class TrlRollout:
         for position, (env, example) in enumerate(zip(envs, examples, strict=True)):
             try:
                 env.reset(example)
-            except GoldQueryError as error:
+            except (GoldQueryError, DatasetError) as error:  # a bad gold, or its database missing here
                 gold_errors[position] = str(error)
         eos = int(self.tokenizer.eos_token_id)
         prompt_ids = [self._tokens(prompt) for prompt in prompts]

@@ -167,6 +167,7 @@ class _TrajectoryStats:
             "trajectory/first_correct_turn_mean": sum(k_stars) / len(k_stars) if k_stars else 0.0,
             "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
             "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
+            "trajectory/gold_error_share": sum(bool(error) for error in output["gold_error"]) / n,
             **group_statistics(output["reward_components"], self.group_size),
             **late_by_first_correct_turn(output["reward_components"], output["k_star"]),
         }
@@ -238,7 +239,12 @@ def run_rl(
         "dataloader_num_workers": 0,
         "seed": settings.seed,
         "use_vllm": settings.vllm_mode is not None,
-        **({"vllm_mode": settings.vllm_mode} if settings.vllm_mode else {}),
+        # vLLM's per-request limit is each turn's: the rollout asks once per turn
+        **(
+            {"vllm_mode": settings.vllm_mode, "generation_kwargs": {"max_tokens": settings.max_new_tokens}}
+            if settings.vllm_mode
+            else {}
+        ),
         **preset,
     }
     generator: TokenGenerator = (
