@@ -109,3 +109,27 @@ def test_grpo_steps_through_vllm_with_sampling_logprobs(
     if mode == "server":
         (client,) = vllm_stand_in.VLLMClient.instances
         assert all(call["max_tokens"] == TURN_TOKENS and call["n"] == 1 for call in client.calls)
+
+
+def test_modes_whose_processes_cannot_stay_in_step_are_refused(tiny_tokenizer: Any) -> None:
+    """Colocated vLLM with tensor parallelism slices every turn's batch by an equal count per process
+    (trl vllm_generation.py:685-691,735-741), and a sharded model (ZeRO-3: accelerate's
+    ``state.deepspeed_plugin.zero_stage``; FSDP: the trainer's ``is_fsdp_enabled``) gathers weights at
+    every forward: with per-process numbers of live conversations, both would wait on each other."""
+    from types import SimpleNamespace
+
+    from progress_sql.errors import ConfigError
+    from progress_sql.integrations.trl import ModelGenerator
+
+    colocated_tp = SimpleNamespace(vllm_generation=SimpleNamespace(mode="colocate", tensor_parallel_size=2))
+    with pytest.raises(ConfigError, match="tensor_parallel_size > 1"):
+        VLLMGenerator(tiny_tokenizer.eos_token_id)([[1, 2]], colocated_tp)
+    zero3 = SimpleNamespace(
+        accelerator=SimpleNamespace(
+            num_processes=2, state=SimpleNamespace(deepspeed_plugin=SimpleNamespace(zero_stage=3))
+        )
+    )
+    fsdp = SimpleNamespace(is_fsdp_enabled=True, accelerator=SimpleNamespace(num_processes=2, state=SimpleNamespace()))
+    for trainer in (zero3, fsdp):
+        with pytest.raises(ConfigError, match="ZeRO-3 or FSDP"):
+            ModelGenerator(tiny_tokenizer)([[1, 2]], trainer)
