@@ -486,8 +486,9 @@ _EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "inde
 
 class ExportedRowReward:
     """A TRL reward function for ``progress-sql export --format trl`` rows: each completion scored by
-    the environment as the one answer to its row with ``config``'s reward (0 when the gold fails);
-    named after the reward; ``close`` stops its worker. docs/architecture.md#the-trl-adapter-integrationstrlpy."""
+    the environment as the one answer to its row with ``config``'s reward (0 when the gold fails or
+    times out, or its database is missing); named after the reward; ``close`` stops its worker.
+    docs/architecture.md#the-trl-adapter-integrationstrlpy."""
 
     def __init__(self, config: EnvConfig | None = None) -> None:
         self.config = replace(config or EnvConfig(), max_turns=1, schema_profile="none")
@@ -505,7 +506,7 @@ class ExportedRowReward:
             env = _make_env(self.config, self.pool, self.cache)
             try:
                 env.reset(example)
-            except GoldQueryError:  # nothing to compare with: no signal from this row
+            except (GoldQueryError, DatasetError):  # nothing to compare with: no signal from this row
                 rewards.append(0.0)
                 continue
             rewards.append(env.step(_text(completion)).reward)
