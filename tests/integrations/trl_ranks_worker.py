@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig
@@ -38,7 +38,7 @@ class ScriptedServer:
     shaped (sequences, tokens, 1)), answering each context with its rank's script for its turn."""
 
     tokenizer: Any = None
-    requests: list[int] = []  # noqa: RUF012  # contexts per generate call, on the main process
+    requests: ClassVar[list[int]] = []  # contexts per generate call, on the main process
 
     def __init__(self, base_url: str | None = None, group_port: int = 0, connection_timeout: float = 0.0) -> None:
         pass
@@ -52,7 +52,9 @@ class ScriptedServer:
         completions = []
         for prompt in prompts:
             text = self.tokenizer.decode(prompt, skip_special_tokens=True)
-            rank = int(QUESTION.search(text).group(1))  # type: ignore[union-attr]
+            found = QUESTION.search(text)
+            assert found is not None
+            rank = int(found.group(1))
             sql = SCRIPTS[rank][text.count("\nF:")]
             completions.append([*self.tokenizer(FORMAT.answer(sql), add_special_tokens=False)["input_ids"], eos])
         return {
@@ -73,7 +75,7 @@ def main(db_path: str, out: Path) -> None:
     tokenizer = tiny_tokenizer(CORPUS)
     ScriptedServer.tokenizer = tokenizer
     vllm_generation.is_vllm_available = lambda *args, **kwargs: True
-    vllm_generation.VLLMClient = ScriptedServer  # type: ignore[misc,assignment]
+    vllm_generation.VLLMClient = ScriptedServer
     engine = vllm_generation.VLLMGeneration(
         model=tiny_model(tokenizer), accelerator=accelerator, processing_class=tokenizer, mode="server",
         max_completion_length=64,
