@@ -183,8 +183,13 @@ class ChatTemplateFormat:
         return f"<think>\n</think>\n<sql>{sql}</sql>"
 
     def feedback(self, message: str) -> str:
-        # The text a template puts between an assistant turn and the next assistant cue.
+        # The text a template puts between the eos that ends an assistant turn (where sampling stops)
+        # and the next assistant cue: what follows eos in the turn's own rendering (Qwen's "\n" after
+        # <|im_end|>), then the next user turn.
         probe = [Message(role="user", content="q"), Message(role="assistant", content="a")]
         before = self._render(probe, False)
         after = self._render([*probe, Message(role="user", content=message)], True)
-        return after[len(before) :] if after.startswith(before) else after
+        delta = after[len(before) :] if after.startswith(before) else after
+        eos = str(self.tokenizer.eos_token or "")
+        closing = before.rfind("a" + eos) if eos else -1
+        return (before[closing + len("a" + eos) :] if closing >= 0 else "") + delta

@@ -15,8 +15,10 @@ from progress_sql.env import EnvConfig
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import (
-    IDS_ATTRIBUTE,
+    EXAMPLE_ID,
+    ROWS_ATTRIBUTE,
     SILENT_BATCHES_BEFORE_FAILING,
+    SampledTurn,
     TrlRollout,
     component_names,
     component_reward_funcs,
@@ -38,19 +40,22 @@ class ScriptedGenerator:
         self.tokenizer = tokenizer
         self.scripts = {tuple(tokenizer(p, add_special_tokens=False)["input_ids"]): s for p, s in scripts.items()}
 
-    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
+    def collective(self, trainer: Any) -> bool:
+        return False
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]:
         out = []
         for context in contexts:
             prompt, script = next((p, s) for p, s in self.scripts.items() if tuple(context[: len(p)]) == p)
             turn = context[len(prompt) :].count(self.tokenizer.eos_token_id)
             ids = self.tokenizer(FORMAT.answer(script[turn]), add_special_tokens=False)["input_ids"]
-            out.append([*ids, self.tokenizer.eos_token_id])
+            out.append(SampledTurn((*ids, self.tokenizer.eos_token_id)))
         return out
 
 
 def kept_ids(*ids: int, **attributes: Any) -> Any:
-    """A trainer stand-in holding the batch's example ids, as grpo_trainer's trainer does."""
-    return SimpleNamespace(**{IDS_ATTRIBUTE: list(ids)}, **attributes)
+    """A trainer stand-in holding the batch's rows (their example ids), as grpo_trainer's trainer does."""
+    return SimpleNamespace(**{ROWS_ATTRIBUTE: [{EXAMPLE_ID: i} for i in ids]}, **attributes)
 
 
 @pytest.fixture
@@ -137,7 +142,7 @@ def test_unknown_or_missing_example_ids_are_clear_errors(
     rollout = TrlRollout([example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, {}), pool=pool)
     with pytest.raises(Exception, match="example_id 1 not in the training examples"):
         rollout(["something else"], trainer=kept_ids(1))
-    with pytest.raises(Exception, match="passed no example_id per prompt"):
+    with pytest.raises(Exception, match="passed no dataset row per prompt"):
         rollout(["something else"], trainer=None)  # a trainer that does not keep the ids
     assert rollout.env_config.schema_profile == "none"  # the opening messages are the dataset's
 
@@ -153,8 +158,11 @@ class SilentGenerator:
     def __init__(self, tokenizer: Any) -> None:
         self.eos = tokenizer.eos_token_id
 
-    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
-        return [[self.eos] for _ in contexts]
+    def collective(self, trainer: Any) -> bool:
+        return False
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]:
+        return [SampledTurn((self.eos,)) for _ in contexts]
 
 
 def test_a_model_that_produces_no_tokens_fails_fast(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
@@ -167,29 +175,3 @@ def test_a_model_that_produces_no_tokens_fails_fast(tiny_tokenizer: Any, example
         assert len(scored["completion_ids"]) == 2
     with pytest.raises(ConfigError, match="produced no tokens for any prompt of this batch, 3 batches in a row"):
         rollout([PROMPT, PROMPT], trainer=kept_ids(0, 0))
-
-
-class EngineStandIn:
-    """Answers like TRL's ``VLLMGeneration.generate`` (documented return shape), scripted: the vLLM engine
-    itself needs a GPU and the vllm package."""
-
-    def __init__(self, tokenizer: Any, sql: str) -> None:
-        self.answer = tokenizer(FORMAT.answer(sql), add_special_tokens=False)["input_ids"]
-        self.calls: list[int] = []
-
-    def generate(self, prompts: list[list[int]], images: Any, num_generations: int) -> tuple[Any, ...]:
-        assert images is None
-        assert num_generations == 1
-        self.calls.append(len(prompts))
-        return prompts, [list(self.answer) for _ in prompts], None, None
-
-
-def test_vllm_generator_plumbs_the_engine(tiny_tokenizer: Any, example: Example, pool: ExecutionPool) -> None:
-    from progress_sql.integrations.trl import VLLMGenerator
-
-    engine = EngineStandIn(tiny_tokenizer, case_study.GOLD_SQL)
-    rollout = TrlRollout([example], tiny_tokenizer, FORMAT, VLLMGenerator(tiny_tokenizer.eos_token_id), pool=pool)
-    out = rollout([PROMPT, PROMPT], trainer=kept_ids(0, 0, vllm_generation=engine))
-    assert engine.calls == [2]
-    assert out["k_star"] == [1, 1]
-    assert out["completion_ids"][0][-1] == tiny_tokenizer.eos_token_id  # eos appended after the engine's tokens

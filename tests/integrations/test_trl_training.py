@@ -11,7 +11,15 @@ import pytest
 from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.integrations.trl import IDS_ATTRIBUTE, ModelGenerator, TrlRollout, grpo_trainer, trainer_preset
+from progress_sql.integrations.trl import (
+    EXAMPLE_ID,
+    ROWS_ATTRIBUTE,
+    ModelGenerator,
+    SampledTurn,
+    TrlRollout,
+    grpo_trainer,
+    trainer_preset,
+)
 from progress_sql.prompts import CompactFormat
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -27,15 +35,18 @@ class HalfGoldGenerator:
         self.tokenizer = tokenizer
         self.golds = golds
 
-    def __call__(self, contexts: Any, trainer: Any) -> list[list[int]]:
+    def collective(self, trainer: Any) -> bool:
+        return False
+
+    def __call__(self, contexts: Any, trainer: Any) -> list[SampledTurn]:
         sampled = self.model(contexts, trainer)
         out = []
-        for position, (context, tokens) in enumerate(zip(contexts, sampled, strict=True)):
+        for position, (context, turn) in enumerate(zip(contexts, sampled, strict=True)):
             gold = next((g for p, g in self.golds.items() if tuple(context[: len(p)]) == p), None)
             if position % 2 == 1 and gold is not None:
                 ids = self.tokenizer(FORMAT.answer(gold), add_special_tokens=False)["input_ids"]
-                tokens = [*ids, self.tokenizer.eos_token_id]
-            out.append(tokens)
+                turn = SampledTurn((*ids, self.tokenizer.eos_token_id))
+            out.append(turn)
         return out
 
 
@@ -50,7 +61,7 @@ class RecordingRollout:
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         output = self.rollout(prompts, trainer)
         self.outputs.append(output)
-        ids = getattr(trainer, IDS_ATTRIBUTE)
+        ids = [row[EXAMPLE_ID] for row in getattr(trainer, ROWS_ATTRIBUTE)]
         self.asked += [(p, self.rollout.examples[i]) for p, i in zip(prompts, ids, strict=True)]
         return output
 

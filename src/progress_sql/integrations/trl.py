@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import example_fields, trl_example
@@ -23,8 +23,11 @@ from progress_sql.types import Example, Trajectory
 
 #: The dataset column that carries each prompt's example id: its position in ``TrlRollout.examples``.
 EXAMPLE_ID = "example_id"
-#: Where the trainer of :func:`grpo_trainer` keeps the example ids of the batch being rolled out.
-IDS_ATTRIBUTE = "rollout_example_ids"
+#: Where the trainer of :func:`grpo_trainer` keeps the dataset rows of the batch being rolled out.
+ROWS_ATTRIBUTE = "rollout_rows"
+#: The sampling log-probability TRL's own multi-turn loop gives tokens the environment wrote (tool
+#: results; trl@1.16.0 grpo_trainer.py:2156): they were not sampled, and their loss mask is 0.
+ENVIRONMENT_LOGPROB = 0.0
 
 
 def _make_env(config: EnvConfig, pool: ExecutionPool, cache: GoldCache) -> SQLRefineEnv:
@@ -33,10 +36,38 @@ def _make_env(config: EnvConfig, pool: ExecutionPool, cache: GoldCache) -> SQLRe
     return SQLRefineEnv(config, store=shared_store(config, pool=pool, cache=cache))
 
 
-class TokenGenerator(Protocol):
-    """Continues each token context with one sampled model turn (ending with eos when the model stops)."""
+@dataclass(frozen=True, slots=True)
+class SampledTurn:
+    """One model turn as sampled: its tokens (ending with eos when the model stopped by itself) and,
+    from vLLM, each token's sampling log-probability (None: the engine had none for that token)."""
 
-    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]: ...
+    tokens: tuple[int, ...]
+    logprobs: tuple[float | None, ...] | None = None
+
+
+class TokenGenerator(Protocol):
+    """Continues each token context with one sampled model turn."""
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]: ...
+
+    def collective(self, trainer: Any) -> bool:
+        """True when every training process must make the same calls (the engine call is one collective
+        operation across processes): the rollout then calls once per turn of the budget, with no context
+        when it has none left, so that no process waits for another that stopped early."""
+        ...
+
+
+def _processes(trainer: Any) -> int:
+    return int(getattr(getattr(trainer, "accelerator", None), "num_processes", 1))
+
+
+def _shards_parameters(trainer: Any) -> bool:
+    """Whether the trainer's model is sharded over its processes (DeepSpeed ZeRO-3 or FSDP), so that
+    every forward pass is a collective operation."""
+    if getattr(trainer, "is_fsdp_enabled", False):
+        return True
+    plugin = getattr(getattr(getattr(trainer, "accelerator", None), "state", None), "deepspeed_plugin", None)
+    return bool(plugin is not None and getattr(plugin, "zero_stage", 0) == 3)
 
 
 @dataclass(slots=True)
@@ -47,9 +78,19 @@ class ModelGenerator:
     max_new_tokens: int = 48
     temperature: float = 1.0
 
-    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
+    def collective(self, trainer: Any) -> bool:
+        return False
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]:
         import torch
 
+        if _processes(trainer) > 1 and _shards_parameters(trainer):
+            # Each forward of a sharded model gathers parameters from every process, and processes have
+            # different numbers of live conversations and turn lengths: they would wait on each other.
+            raise ConfigError(
+                "the trainer's own model cannot sample multi-turn rollouts when DeepSpeed ZeRO-3 or FSDP shards "
+                "it over several processes: generate with vLLM (GRPOConfig use_vllm=True, progress-sql train --vllm)"
+            )
         model = trainer.accelerator.unwrap_model(trainer.model)
         pad = self.tokenizer.pad_token_id
         eos = self.tokenizer.eos_token_id
@@ -76,22 +117,98 @@ class ModelGenerator:
         for row in output[:, width:].tolist():
             if eos in row:
                 row = row[: row.index(eos) + 1]  # keep eos: the model must learn to stop
-            turns.append([token for token in row if token != pad or token == eos])
+            turns.append(SampledTurn(tuple(token for token in row if token != pad or token == eos)))
         return turns
+
+
+def _sampled(
+    completions: Sequence[Sequence[int]], logprobs: Sequence[Sequence[Sequence[float | None]]] | None
+) -> list[SampledTurn]:
+    """TRL's vLLM output as turns: ``logprobs`` has one list per token, the sampled token's first
+    (trl@1.16.0 vllm_generation.py:70-99 sorts them by rank; grpo_trainer.py:1782 keeps ``lp[0]``)."""
+    if logprobs is None:
+        return [SampledTurn(tuple(tokens)) for tokens in completions]
+    return [
+        SampledTurn(tuple(tokens), tuple(position[0] for position in positions))
+        for tokens, positions in zip(completions, logprobs, strict=True)
+    ]
 
 
 @dataclass(slots=True)
 class VLLMGenerator:
-    """Samples with the trainer's vLLM engine (``GRPOConfig(use_vllm=True)``), one request per
-    context; eos is appended when the engine leaves it out, so every model turn ends the same way."""
+    """Samples with the trainer's vLLM engine (``GRPOConfig(use_vllm=True)``), one request per context,
+    and returns each token's sampling log-probability (TRL's importance-sampling correction, on by
+    default, compares them with the trainer's own).
+
+    Colocate mode: each process asks its own engine for its own contexts. Server mode: one engine for
+    all processes, so every process calls once per turn of the budget (:meth:`collective`) and the
+    main process sends every process's contexts in one request, each process taking its own share back
+    by count (TRL's ``VLLMGeneration.generate`` slices by an equal count per process, which the
+    processes' different numbers of live conversations would break). The per-turn token limit is the
+    engine's (``GRPOConfig(generation_kwargs={"max_tokens": ...})``)."""
 
     eos_token_id: int
+    #: How many turns' worth of engine calls this generator made (for tests and run reports).
+    calls: int = 0
 
-    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[list[int]]:
-        _prompts, completions, _logprobs, *_ = trainer.vllm_generation.generate(
+    def collective(self, trainer: Any) -> bool:
+        return str(trainer.vllm_generation.mode) == "server"
+
+    def __call__(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]:
+        engine = trainer.vllm_generation
+        self.calls += 1
+        if self.collective(trainer):
+            return self._one_request_for_all_processes(contexts, trainer)
+        if int(getattr(engine, "tensor_parallel_size", 1)) > 1:
+            # trl@1.16.0 vllm_generation.py:685-691,735-741: the contexts of a tensor-parallel group are
+            # gathered and sliced by an equal count per process, which per-turn calls cannot guarantee.
+            raise ConfigError(
+                "multi-turn rollouts cannot use colocated vLLM with vllm_tensor_parallel_size > 1 (its processes "
+                "must send equal batches every turn): use tensor parallel size 1 or vllm_mode='server'"
+            )
+        if not contexts:
+            return []
+        _prompts, completions, logprobs, *_ = engine.generate(
             prompts=[list(c) for c in contexts], images=None, num_generations=1
         )
-        return [list(c) if c and c[-1] == self.eos_token_id else [*c, self.eos_token_id] for c in completions]
+        return _sampled(completions, logprobs)
+
+    def _one_request_for_all_processes(self, contexts: Sequence[list[int]], trainer: Any) -> list[SampledTurn]:
+        from accelerate.utils import broadcast_object_list, gather_object
+
+        engine = trainer.vllm_generation
+        accelerator = trainer.accelerator
+        # gather_object concatenates the processes' lists: one list per process keeps the counts.
+        per_process: list[list[list[int]]] = gather_object([[list(c) for c in contexts]])
+        payload: list[Any] = [None]
+        if accelerator.is_main_process:
+            every = [c for share in per_process for c in share]
+            payload = [_server_generate(engine, every) if every else ([], None)]
+        broadcast_object_list(payload, from_process=0)
+        completions, logprobs = payload[0]
+        start = sum(len(share) for share in per_process[: accelerator.process_index])
+        mine = slice(start, start + len(contexts))
+        return _sampled(completions[mine], logprobs[mine] if logprobs is not None else None)
+
+
+def _server_generate(engine: Any, prompts: list[list[int]]) -> tuple[list[list[int]], Any]:
+    """One completion per prompt from TRL's vLLM client, with the sampling settings TRL's own server
+    call uses (trl@1.16.0 vllm_generation.py:612-633)."""
+    output = engine.vllm_client.generate(
+        prompts=prompts,
+        features=None,
+        n=1,
+        repetition_penalty=engine.repetition_penalty,
+        temperature=engine.temperature,
+        top_p=engine.top_p,
+        top_k=engine.top_k,
+        min_p=0.0 if engine.min_p is None else engine.min_p,
+        max_tokens=engine.max_completion_length,
+        logprobs=engine.logprobs,
+        structured_outputs_regex=engine.structured_outputs_regex,
+        generation_kwargs=engine.generation_kwargs,
+    )
+    return output["completion_ids"], output["logprobs"]
 
 
 #: Batches in a row with only empty first turns before the rollout stops the run.
@@ -100,8 +217,9 @@ SILENT_BATCHES_BEFORE_FAILING = 3
 
 @dataclass(slots=True)
 class TrlRollout:
-    """The ``rollout_func``: one environment episode per received prompt, about ``examples[id]`` (the
-    dataset's :data:`EXAMPLE_ID` column); the fields it returns per completion:
+    """The ``rollout_func``: one environment episode per received prompt, about the example of its
+    dataset row (``examples[row["example_id"]]``, or the row itself when it is a
+    ``progress-sql export --format trl`` row); the fields it returns per completion:
     docs/architecture.md#the-trl-adapter-integrationstrlpy."""
 
     examples: Sequence[Example]
@@ -140,65 +258,98 @@ class TrlRollout:
         special = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
         return str(self.tokenizer.decode([t for t in tokens if t not in special], skip_special_tokens=False))
 
-    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
-        """TRL's call: the examples are those of the ids the trainer kept (:func:`grpo_trainer`)."""
-        ids = getattr(trainer, IDS_ATTRIBUTE, None)
-        if ids is None or len(ids) != len(prompts):
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """TRL's call: the examples are those of the rows the trainer kept (:func:`grpo_trainer`); a
+        conversational prompt (an exported row's messages) is rendered with the format."""
+        rows = getattr(trainer, ROWS_ATTRIBUTE, None)
+        if rows is None or len(rows) != len(prompts):
             raise ConfigError(
-                f"the trainer passed no {EXAMPLE_ID} per prompt: build it with grpo_trainer, from a dataset with "
-                f"an {EXAMPLE_ID} column"
+                "the trainer passed no dataset row per prompt: build it with grpo_trainer, from a dataset with an "
+                f"{EXAMPLE_ID} column or from progress-sql export --format trl rows"
             )
-        unknown = [i for i in ids if not 0 <= i < len(self.examples)]
-        if unknown:
+        examples = [self._example(row) for row in rows]
+        texts = [
+            prompt if isinstance(prompt, str) else self.format.first_prompt(list(prompt), e.db_id, e.question)
+            for prompt, e in zip(prompts, examples, strict=True)
+        ]
+        return self.episodes(texts, examples, trainer)
+
+    def _example(self, row: Mapping[str, Any]) -> Example:
+        if row.get(EXAMPLE_ID) is None:
+            return trl_example(row)  # an exported row describes its example in its own columns
+        index = int(row[EXAMPLE_ID])
+        if not 0 <= index < len(self.examples):
             raise ConfigError(
-                f"rollout {EXAMPLE_ID} {unknown[0]} not in the training examples (0..{len(self.examples) - 1})"
+                f"rollout {EXAMPLE_ID} {index} not in the training examples (0..{len(self.examples) - 1})"
             )
-        return self.episodes(prompts, [self.examples[i] for i in ids], trainer)
+        return self.examples[index]
 
     def episodes(self, prompts: Sequence[str], examples: Sequence[Example], trainer: Any) -> dict[str, Any]:
-        """One episode per prompt text, about the example at the same position."""
+        """One episode per prompt text, about the example at the same position. An episode whose gold
+        query fails or times out (or whose database is missing) gets one model turn, no feedback, every
+        reward component 0 and its ``gold_error`` (a row the environment cannot score is data, not a
+        reason to end the run)."""
         if self.pool is None:
             self.pool = ExecutionPool(workers=1)
         envs = [_make_env(self.env_config, self.pool, self.cache) for _ in prompts]
-        for env, example in zip(envs, examples, strict=True):
-            env.reset(example)
+        gold_errors = [""] * len(prompts)
+        for position, (env, example) in enumerate(zip(envs, examples, strict=True)):
+            try:
+                env.reset(example)
+            except (GoldQueryError, DatasetError) as error:  # a bad gold, or its database missing here
+                gold_errors[position] = str(error)
+        eos = int(self.tokenizer.eos_token_id)
         prompt_ids = [self._tokens(prompt) for prompt in prompts]
         completion_ids: list[list[int]] = [[] for _ in prompts]
         env_mask: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float | None]] = [[] for _ in prompts]
+        sampled_logprobs = True
         finals: list[Any] = [None] * len(prompts)
         active = list(range(len(prompts)))
+        collective = self.generator.collective(trainer)
         for _ in range(self.env_config.max_turns):
-            if not active:
+            if not active and not collective:
                 break
             turns = self.generator([prompt_ids[i] + completion_ids[i] for i in active], trainer)
-            if not completion_ids[active[0]]:
-                self._check_not_silent(turns)
+            if active and not completion_ids[active[0]]:
+                self._check_not_silent([turn.tokens for turn in turns])
             still_active = []
-            for i, tokens in zip(active, turns, strict=True):
-                step = envs[i].step(self._text(tokens))
-                completion_ids[i] += tokens
-                env_mask[i] += [1] * len(tokens)
+            for i, turn in zip(active, turns, strict=True):
+                completion_ids[i] += turn.tokens
+                env_mask[i] += [1] * len(turn.tokens)
+                if turn.logprobs is None:
+                    sampled_logprobs = False
+                else:
+                    logprobs[i] += turn.logprobs
+                if gold_errors[i]:  # nothing to compare with: the episode ends unscored
+                    continue
+                step = envs[i].step(self._text(turn.tokens))
                 if step.terminated or step.truncated:
                     finals[i] = step.info.reward
                     continue
                 assert step.observation is not None
-                feedback = self._tokens(self.format.feedback(step.observation["content"]))
+                # A turn cut by the token limit is closed with eos, written by the environment (mask 0).
+                closing = [] if turn.tokens and turn.tokens[-1] == eos else [eos]
+                feedback = closing + self._tokens(self.format.feedback(step.observation["content"]))
                 completion_ids[i] += feedback
                 env_mask[i] += [0] * len(feedback)
+                logprobs[i] += [ENVIRONMENT_LOGPROB] * len(feedback)
                 still_active.append(i)
             active = still_active
         self.last_trajectories = [env.trajectory for env in envs]
+        unscored = dict.fromkeys(component_names(self.env_config.reward), 0.0)
         return {
             "prompt_ids": prompt_ids,
             "completion_ids": completion_ids,
-            "logprobs": None,
+            "logprobs": logprobs if sampled_logprobs else None,
             "env_mask": env_mask,
-            "reward_components": [dict(b.components) if b is not None else {} for b in finals],
+            "reward_components": [dict(b.components) if b is not None else dict(unscored) for b in finals],
             "num_turns": [len(t.turns) for t in self.last_trajectories],
             "k_star": [t.k_star or 0 for t in self.last_trajectories],
             "first_turn_f": [t.turns[0].f if t.turns else 0.0 for t in self.last_trajectories],
             "first_turn_match": [bool(t.turns and t.turns[0].match) for t in self.last_trajectories],
             "final_sql": [t.turns[-1].sql if t.turns else None for t in self.last_trajectories],
+            "gold_error": gold_errors,
         }
 
     def close(self) -> None:
@@ -280,11 +431,19 @@ def rollout_dataset(prompts: Sequence[str]) -> Any:
     return Dataset.from_dict({"prompt": list(prompts), EXAMPLE_ID: list(range(len(prompts)))})
 
 
+def _training_rows(prompts: Sequence[str] | Any) -> Any:
+    """The trainer's dataset: :func:`rollout_dataset` of prompt texts, or a dataset as given (rows of
+    ``progress-sql export --format trl``, each describing its own example)."""
+    if isinstance(prompts, Sequence) and all(isinstance(prompt, str) for prompt in prompts):
+        return rollout_dataset(prompts)
+    return prompts
+
+
 def grpo_trainer(
     model: Any,
     tokenizer: Any,
     rollout: Callable[[list[str], Any], dict[str, Any]],
-    prompts: Sequence[str],
+    prompts: Sequence[str] | Any,
     *,
     reward: str,
     args: Mapping[str, Any],
@@ -292,10 +451,11 @@ def grpo_trainer(
     on_log: Callable[[int, Mapping[str, Any]], None] | None = None,
     on_step: Callable[[int], None] | None = None,
 ) -> Any:
-    """A ``GRPOTrainer`` over ``prompts`` (text; the rollout gets ``prompts[i]``'s id ``i``) with
-    ``GRPOConfig(**args)``, one reward function per component of ``reward``, LoRA adapters when
-    ``lora`` gives ``peft.LoraConfig``'s arguments (TRL wraps the model; only the adapters train), and
-    hooks called with the step number on every log (with TRL's logs) and at the end of every optimizer step."""
+    """A ``GRPOTrainer`` over ``prompts`` (text, the rollout gets ``prompts[i]``'s id ``i``; or a dataset
+    of ``progress-sql export --format trl`` rows, the rollout gets each row) with ``GRPOConfig(**args)``,
+    one reward function per component of ``reward``, LoRA adapters when ``lora`` gives
+    ``peft.LoraConfig``'s arguments (TRL wraps the model; only the adapters train), and hooks called
+    with the step number on every log (with TRL's logs) and at the end of every optimizer step."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback
@@ -303,11 +463,11 @@ def grpo_trainer(
     from trl import GRPOConfig, GRPOTrainer
 
     class ExampleIdTrainer(GRPOTrainer):  # type: ignore[misc]  # trl is not type-checked
-        """Keeps the batch's example ids where the rollout function reads them (TRL 1.16 hands it
+        """Keeps the batch's dataset rows where the rollout function reads them (TRL 1.16 hands it
         the prompts only; the rows are in this call, in the order the prompts go to the rollout)."""
 
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> Any:
-            setattr(self, IDS_ATTRIBUTE, [int(row[EXAMPLE_ID]) for row in inputs])
+            setattr(self, ROWS_ATTRIBUTE, [{k: v for k, v in row.items() if k != "prompt"} for row in inputs])
             return super()._generate_and_score_completions(inputs)
 
     class Hooks(TrainerCallback):  # type: ignore[misc]
@@ -323,7 +483,7 @@ def grpo_trainer(
         model=model,
         reward_funcs=component_reward_funcs(reward),
         args=GRPOConfig(**args),
-        train_dataset=rollout_dataset(prompts),
+        train_dataset=_training_rows(prompts),
         processing_class=tokenizer,
         rollout_func=rollout,
         callbacks=[Hooks()],
@@ -354,8 +514,9 @@ _EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "inde
 
 class ExportedRowReward:
     """A TRL reward function for ``progress-sql export --format trl`` rows: each completion scored by
-    the environment as the one answer to its row with ``config``'s reward (0 when the gold fails);
-    named after the reward; ``close`` stops its worker. docs/architecture.md#the-trl-adapter-integrationstrlpy."""
+    the environment as the one answer to its row with ``config``'s reward (0 when the gold fails or
+    times out, or its database is missing); named after the reward; ``close`` stops its worker.
+    docs/architecture.md#the-trl-adapter-integrationstrlpy."""
 
     def __init__(self, config: EnvConfig | None = None) -> None:
         self.config = replace(config or EnvConfig(), max_turns=1, schema_profile="none")
@@ -373,7 +534,7 @@ class ExportedRowReward:
             env = _make_env(self.config, self.pool, self.cache)
             try:
                 env.reset(example)
-            except GoldQueryError:  # nothing to compare with: no signal from this row
+            except (GoldQueryError, DatasetError):  # nothing to compare with: no signal from this row
                 rewards.append(0.0)
                 continue
             rewards.append(env.step(_text(completion)).reward)

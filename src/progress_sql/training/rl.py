@@ -235,6 +235,7 @@ class _TrajectoryStats:
             "trajectory/first_correct_turn_mean": sum(k_stars) / len(k_stars) if k_stars else 0.0,
             "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
             "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
+            "trajectory/gold_error_share": sum(bool(error) for error in output["gold_error"]) / n,
             **group_statistics(output["reward_components"], self.group_size),
             **late_by_first_correct_turn(output["reward_components"], output["k_star"]),
         }
