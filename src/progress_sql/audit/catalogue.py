@@ -52,7 +52,7 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class AuditFinding:
     """A check that fired on one example, with its evidence."""
 
     check: str

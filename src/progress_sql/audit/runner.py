@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from progress_sql.audit.catalogue import Check, Finding, resolve_checks, shorten
+from progress_sql.audit.catalogue import AuditFinding, Check, resolve_checks, shorten
 from progress_sql.audit.context import AuditContext, read_audit_profile
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.execution.executor import ExecLimits, Executor
@@ -32,7 +32,7 @@ class AuditRecord:
     db_available: bool
     gold_status: str
     gold_rows: int | None
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[AuditFinding, ...] = ()
     #: Checks that crashed on this example (a bug, reported rather than hidden).
     errors: tuple[str, ...] = field(default=())
 
@@ -57,7 +57,7 @@ class AuditRecord:
 
 def audit_one(ctx: AuditContext, checks: Sequence[Check]) -> AuditRecord:
     """Run ``checks`` on one example (execution checks only when its database is there)."""
-    findings: list[Finding] = []
+    findings: list[AuditFinding] = []
     errors: list[str] = []
     for item in checks:
         if item.needs_database and not ctx.db_available:
@@ -68,7 +68,7 @@ def audit_one(ctx: AuditContext, checks: Sequence[Check]) -> AuditRecord:
             errors.append(shorten(f"{item.id}: {type(error).__name__}: {error}", 200))
             continue
         if evidence is not None:
-            findings.append(Finding(item.id, evidence))
+            findings.append(AuditFinding(item.id, evidence))
     gold = ctx.gold if ctx.db_available and any(c.needs_database for c in checks) else None
     status = "missing-db" if not ctx.db_available else (gold.status if gold is not None else "not-run")
     example = ctx.example
