@@ -90,7 +90,7 @@ def time_ratio(ratios: Sequence[float]) -> float:
     """The mean of gold time / predicted time over the repeats, outliers dropped; 0.0 when nothing is
     left (BIRD's code divides by zero there, and the question's reward is 0)."""
     kept = drop_outliers(ratios)
-    return math.fsum(kept) / len(kept) if kept else 0.0
+    return sum(kept) / len(kept) if kept else 0.0  # sum(), as BIRD's code (the same float)
 
 
 def ves_reward(ratio: float) -> float:
