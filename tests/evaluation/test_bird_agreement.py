@@ -236,3 +236,57 @@ def test_birds_reader_reads_our_bird_json_as_we_do(
     assert tsv.format == "tsv"
     assert tsv.first_samples() == gold_sqls
     assert paths[0] == bird_db_path(shared_data / "bird" / "dev_databases", all_examples[0].db_id)
+
+
+def test_eval_reports_bird_metrics_and_compare_runs_shows_them(shared_data: Path, tmp_path: Path) -> None:
+    """``eval`` on bird-dev: BIRD's metrics in summary.json (with the R-VES settings), report.md and
+    the level plot; ``compare-runs`` puts them side by side."""
+    from typer.testing import CliRunner
+
+    from progress_sql.cli import app
+    from tests.evaluation.test_plots import axes_hold_data
+
+    runner = CliRunner()
+    root = shared_data / "bird"
+    examples = load_bird(root / "dev.json", root / "dev_databases")
+    db_ids = [e.db_id for e in examples]
+    dropped = {e.index: sql for e, sql in zip(superhero(shared_data, "bird-dev"), column_dropped(
+        superhero(shared_data, "bird-dev")), strict=True)}  # fmt: skip
+    files = {
+        "gold": write_predictions(tmp_path / "gold.json", [[e.gold_sql] for e in examples], db_ids, "bird-json"),
+        "dropped": write_predictions(
+            tmp_path / "dropped.json", [[dropped.get(e.index, e.gold_sql)] for e in examples], db_ids, "bird-json"
+        ),
+    }
+    summaries = {}
+    for name, path in files.items():
+        out = tmp_path / name
+        args = ["eval", "--task", "bird-dev", "--data-dir", str(root), "--predictions", str(path), "--out", str(out),
+                "--workers", "2", "--ves-repeats", "2", "--json"]  # fmt: skip
+        result = runner.invoke(app, args + (["--no-plots"] if name == "dropped" else []))
+        assert result.exit_code == 0, result.output
+        summaries[name] = json.loads(result.stdout)
+    gold_run = summaries["gold"]
+    assert gold_run["settings"]["predictions_format"] == "bird-json"
+    assert gold_run["settings"]["bird"] == {"ves_repeats": 2, "r_ves_machine_dependent": True}
+    bird = gold_run["metrics"]["bird"]
+    assert bird["count"] == {"simple": 81, "moderate": 33, "challenging": 15, "total": 129}
+    assert bird["ex"] == {level: 1.0 for level in bird["count"]}
+    assert bird["soft_f1"] == {level: 1.0 for level in bird["count"]}
+    assert all(0.5 <= v <= 1.25**0.5 for v in bird["r_ves"].values())  # every answer right: reward >= 0.25
+    dropped_bird = summaries["dropped"]["metrics"]["bird"]
+    assert dropped_bird["ex"]["total"] == 0.0
+    assert 0 < dropped_bird["soft_f1"]["total"] < 1
+    report = (tmp_path / "gold" / "report.md").read_text()
+    assert "## BIRD metrics" in report
+    assert "| total | 129 | 100.00 | 100.00 |" in report
+    assert "2 timing repeats per correct answer; it depends on the machine" in report
+    assert axes_hold_data(tmp_path / "gold" / "accuracy_by_level.png")
+    compared = runner.invoke(app, ["compare-runs", str(tmp_path / "gold"), str(tmp_path / "dropped"), "--json"])
+    assert compared.exit_code == 0, compared.output
+    headline = json.loads(compared.stdout)["headline"]
+    assert headline["BIRD EX"] == {"a": 1.0, "b": 0.0, "delta": -1.0}
+    assert headline["Soft-F1"]["b"] == pytest.approx(dropped_bird["soft_f1"]["total"])
+    assert headline["R-VES"]["b"] == 0.0
+    text = runner.invoke(app, ["compare-runs", str(tmp_path / "gold"), str(tmp_path / "dropped")])
+    assert "Soft-F1" in text.stdout
