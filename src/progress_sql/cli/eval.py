@@ -33,6 +33,12 @@ from progress_sql.testsuite.manifest import suite_lookup
 def eval_command(
     task: str = common.task_option(),
     data_dir: Path | None = common.data_dir_option(),
+    db_root: Path | None = typer.Option(
+        None,
+        "--db-root",
+        help="The databases folder (<db_id>/<db_id>.sqlite), when not the task's own: for a questions file, "
+        "<stem>_database/ beside it (Spider's test.json + test_database/) or else database/.",
+    ),
     predictions: Path | None = typer.Option(
         None,
         "--predictions",
@@ -97,7 +103,9 @@ def eval_command(
         common.fail(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     if suite is not None and not suite.is_dir():
         common.fail(f"suite folder not found: {suite} (expected <db_id>/*.sqlite databases)")
-    spec, examples = resolve_task(task, data_dir)
+    if db_root is not None and not db_root.is_dir():
+        common.fail(f"databases folder not found: {db_root}")
+    spec, examples = resolve_task(task, data_dir, db_root=db_root)
     chosen_name = preset or spec.preset
     if keep_distinct and chosen_name != "spider":
         common.fail("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
@@ -127,6 +135,7 @@ def eval_command(
         predictions_format=None if loaded is None else loaded.format,
         bird_metrics=with_bird,
         ves_repeats=ves_repeats,
+        db_root=db_root,
     )
     sample_lists: list[list[Sample]] = []
     generator = None

@@ -77,6 +77,7 @@ class EvalInputs:
     predictions_format: str | None = None  # as read (detected or named with --format)
     bird_metrics: bool = False  # EX / Soft-F1 (/ R-VES) as BIRD's evaluators compute them
     ves_repeats: int = 0  # R-VES timing repeats per correct answer; 0: no R-VES
+    db_root: Path | None = None  # the databases folder, when given outright (--db-root)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +178,7 @@ def summarize_run(
             "spec": spec.name,
             "version": spec.version,
             "breakdown": spec.breakdown,
+            **({"db_root": str(inputs.db_root)} if inputs.db_root is not None else {}),
         },
         data_dir=str(inputs.data_dir) if inputs.data_dir is not None else None,
         source=source,
