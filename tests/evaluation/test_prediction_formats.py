@@ -126,7 +126,7 @@ def test_bird_json_keys_are_indices_gaps_and_repeats_are_refused(tmp_path: Path)
     with pytest.raises(DatasetError, match=r"line 3: index 2 is outside the task's examples 0\.\.1"):
         read_predictions(path, 2)
     path.write_text('{\n"0": "SELECT 1"\n}\n')
-    with pytest.raises(DatasetError, match="1 entries for 2 examples: no entry for index 1"):
+    with pytest.raises(DatasetError, match="1 entry for 2 examples: no entry for index 1"):
         read_predictions(path, 2)
     path.write_text('{\n"0": "SELECT 1",\n"1": "SELECT 2",\n}\n')
     with pytest.raises(DatasetError, match=r"pred\.json: line 4: not valid JSON"):

@@ -397,6 +397,10 @@ def detect_format(source: _Source) -> PredictionFormat:
     )
 
 
+def _entries(n: int) -> str:
+    return f"{n} {'entry' if n == 1 else 'entries'}"
+
+
 def _place(source: _Source, placed: list[_Placed], count: int) -> list[PredictionEntry]:
     """Entries in dataset order; the first entry out of place is refused with its line."""
     if all(p.index is None for p in placed):
@@ -408,7 +412,7 @@ def _place(source: _Source, placed: list[_Placed], count: int) -> list[Predictio
         if len(placed) < count:
             last = f"the last at line {placed[-1].entry.line}" if placed else "none"
             raise DatasetError(
-                f"{source.path}: {len(placed)} entries ({last}) for {count} examples: "
+                f"{source.path}: {_entries(len(placed))} ({last}) for {count} examples: "
                 f"example {len(placed)} and later have no prediction"
             )
         return [p.entry for p in placed]
@@ -422,7 +426,7 @@ def _place(source: _Source, placed: list[_Placed], count: int) -> list[Predictio
         found[index] = item.entry
     if len(found) < count:
         missing = next(i for i in range(count) if i not in found)
-        raise DatasetError(f"{source.path}: {len(found)} entries for {count} examples: no entry for index {missing}")
+        raise DatasetError(f"{source.path}: {_entries(len(found))} for {count} examples: no entry for index {missing}")
     return [found[i] for i in range(count)]
 
 
