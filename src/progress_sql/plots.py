@@ -96,10 +96,12 @@ def accuracy_bars(groups: dict[str, dict[str, tuple[float, float, int]]], path: 
 def accuracy_by_level_plot(
     levels: dict[str, dict[str, float | None]], counts: dict[str, int], path: Path, title: str
 ) -> Path:
-    """Bars of accuracy (percent) per difficulty level: ``{level: {"EX": acc, "TS": acc or None}}``."""
+    """Bars of accuracy (percent) per difficulty level: ``{level: {"EX": acc, "TS": acc or None, ...}}``
+    (one bar per metric that has a value, in the order given)."""
     plt = _pyplot()
     names = list(levels)
-    metrics = [m for m in ("EX", "TS") if any(levels[n].get(m) is not None for n in names)]
+    given = dict.fromkeys(m for n in names for m in levels[n])
+    metrics = [m for m in given if any(levels[n].get(m) is not None for n in names)]
     figure, axis = plt.subplots(figsize=(1.2 * max(3, len(names)) + 2, 3.5), dpi=110)
     width = 0.8 / max(1, len(metrics))
     for offset, metric in enumerate(metrics):
@@ -110,7 +112,8 @@ def accuracy_by_level_plot(
     axis.set_xticks([i + width * (len(metrics) - 1) / 2 for i in range(len(names))])
     axis.set_xticklabels([f"{n}\n(n={counts.get(n, 0)})" for n in names], fontsize=8)
     axis.set_ylabel("accuracy (%)")
-    axis.set_ylim(0, 110)
+    highest = max((100 * (levels[n].get(m) or 0.0) for n in names for m in metrics), default=0.0)
+    axis.set_ylim(0, max(110.0, highest + 10))  # R-VES reaches 111.8
     if len(metrics) > 1:
         axis.legend(fontsize=8)
     axis.set_title(title, fontsize=10)

@@ -111,7 +111,7 @@ def test_wrong_prediction_count_and_bad_preset(tmp_path: Path, make_database: An
         app, ["eval", "--task", str(questions), "--predictions", str(predictions), "--out", str(tmp_path)]
     )
     assert result.exit_code != 0
-    assert "1 predictions for 4 examples" in result.output
+    assert "1 entry (the last at line 1) for 4 examples" in result.output
     predictions.write_text("SELECT 1\n" * 4)
     result = runner.invoke(
         app,

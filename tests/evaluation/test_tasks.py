@@ -21,6 +21,7 @@ runner = CliRunner()
 def test_every_task_names_its_preset_breakdown_and_version() -> None:
     assert {name: (t.preset, t.breakdown) for name, t in TASKS.items()} == {
         "spider-dev": ("spider", "hardness"),
+        "spider-test": ("spider", "hardness"),
         "bird-dev": ("bird", "difficulty"),
         "spider-dk": ("spider", "hardness"),
         "spider-syn": ("spider", "hardness"),
@@ -60,6 +61,44 @@ def test_a_questions_file_is_a_spider_format_task(tmp_path: Path) -> None:
     spec, examples = resolve_task(str(path), None)
     assert spec is SPIDER_FORMAT
     assert Path(examples[0].db_path).is_file()
+
+
+def test_spider_test_layout_and_a_split_with_its_own_database_folder(tmp_path: Path) -> None:
+    """Spider test's release layout (test.json + test_database/), as a task and as a path; the eval
+    run has hardness levels; --db-root names any other folder."""
+    build_database("shop.sql", tmp_path / "test_database")
+    questions = [
+        {"db_id": "shop", "question": "How many?", "query": "SELECT count(*) FROM item"},
+        {"db_id": "shop", "question": "Fruit?", "query": "SELECT name FROM item WHERE category = 'fruit'"},
+    ]
+    (tmp_path / "test.json").write_text(json.dumps(questions))
+    spec, examples = resolve_task("spider-test", tmp_path)
+    assert (spec.name, spec.breakdown) == ("spider-test", "hardness")
+    assert all(Path(e.db_path).is_file() and "test_database" in e.db_path for e in examples)
+    _, by_path = resolve_task(str(tmp_path / "test.json"), None)
+    assert [e.db_path for e in by_path] == [e.db_path for e in examples]
+    predictions = tmp_path / "pred.txt"
+    predictions.write_text("SELECT count(*) FROM item\nSELECT 1\n")
+    result = runner.invoke(
+        app,
+        ["eval", "--task", "spider-test", "--data-dir", str(tmp_path), "--predictions", str(predictions),
+         "--out", str(tmp_path / "out"), "--workers", "1", "--no-plots", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)["metrics"]
+    assert (metrics["scored"], metrics["matched"]) == (2, 1)
+    assert set(metrics["by_level"]) == {"easy"}
+    moved = tmp_path / "elsewhere"
+    (tmp_path / "test_database").rename(moved)
+    result = runner.invoke(
+        app,
+        ["eval", "--task", str(tmp_path / "test.json"), "--db-root", str(moved), "--predictions", str(predictions),
+         "--out", str(tmp_path / "out2"), "--workers", "1", "--no-plots", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["metrics"]["scored"] == 2
+    assert summary["settings"]["task"]["db_root"] == str(moved)
 
 
 def test_analysis_maps_tags_to_the_paper_categories() -> None:

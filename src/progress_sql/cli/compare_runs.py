@@ -21,6 +21,10 @@ HEADLINE: tuple[tuple[str, str], ...] = (
 )
 
 
+#: BIRD's metrics (``metrics.bird``), compared on their totals.
+BIRD_HEADLINE: tuple[tuple[str, str], ...] = (("ex", "BIRD EX"), ("soft_f1", "Soft-F1"), ("r_ves", "R-VES"))
+
+
 def compare(a: Path, b: Path) -> dict[str, Any]:
     """The comparison of two run folders as a JSON-ready dict (DatasetError: not an eval run folder)."""
     run_a, run_b = load_eval_run(a), load_eval_run(b)
@@ -35,6 +39,10 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
     for k in sorted(set(metrics_a.get("pass_at_k", {})) | set(metrics_b.get("pass_at_k", {})), key=int):
         headline[f"pass@{k}"] = pair(metrics_a.get("pass_at_k", {}).get(k), metrics_b.get("pass_at_k", {}).get(k))
     headline["odt_average"] = pair(metrics_a["odt"]["average"], metrics_b["odt"]["average"])
+    for key, label in BIRD_HEADLINE:  # BIRD's totals, when either run has them
+        bird_a, bird_b = metrics_a.get("bird") or {}, metrics_b.get("bird") or {}
+        if bird_a.get(key) or bird_b.get(key):
+            headline[label] = pair((bird_a.get(key) or {}).get("total"), (bird_b.get(key) or {}).get("total"))
     levels = list(dict.fromkeys([*metrics_a.get("by_level", {}), *metrics_b.get("by_level", {})]))
     by_level = {
         level: pair(

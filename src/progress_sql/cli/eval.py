@@ -16,9 +16,11 @@ from progress_sql.backends.registry import BACKENDS, make_backend
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import resolve_task
+from progress_sql.evaluation.bird import BIRD_VES_REPEATS
 from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.evaluation.predictions import load_prediction_samples
+from progress_sql.evaluation.predictions import FORMATS, read_predictions
 from progress_sql.evaluation.run import EvalInputs, generate_samples, summarize_run, write_eval_run
+from progress_sql.evaluation.ves import measure_ves
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -31,8 +33,20 @@ from progress_sql.testsuite.manifest import suite_lookup
 def eval_command(
     task: str = common.task_option(),
     data_dir: Path | None = common.data_dir_option(),
+    db_root: Path | None = typer.Option(
+        None,
+        "--db-root",
+        help="The databases folder (<db_id>/<db_id>.sqlite), when not the task's own: for a questions file, "
+        "<stem>_database/ beside it (Spider's test.json + test_database/) or else database/.",
+    ),
     predictions: Path | None = typer.Option(
-        None, "--predictions", help="One SQL per line in dataset order, or JSONL (with 'samples' for several)."
+        None,
+        "--predictions",
+        help="A prediction file: one SQL per line, SQL<TAB>db_id lines, BIRD's JSON object, a JSON list or "
+        "JSONL (with 'samples' for several); the format is detected unless --format names it.",
+    ),
+    prediction_format: str | None = typer.Option(
+        None, "--format", help=f"The prediction file's format: {', '.join(FORMATS)} (default: detected)."
     ),
     backend: str | None = typer.Option(None, "--backend", help=f"Generation backend: {', '.join(sorted(BACKENDS))}."),
     base_url: str | None = typer.Option(None, "--base-url", help="openai: server URL, e.g. http://localhost:8000/v1"),
@@ -59,6 +73,17 @@ def eval_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Keep gold results on disk here across runs."),
     keep_distinct: bool = typer.Option(False, "--keep-distinct", help="spider preset: do not strip DISTINCT."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the report's plots (needs matplotlib)."),
+    bird_metrics: bool | None = typer.Option(
+        None,
+        "--bird-metrics/--no-bird-metrics",
+        help="BIRD's EX by difficulty and Soft-F1 as its evaluators compute them (default: with --preset bird).",
+    ),
+    ves_repeats: int = typer.Option(
+        0,
+        "--ves-repeats",
+        help=f"R-VES: time each correct answer and its gold this many times (BIRD uses {BIRD_VES_REPEATS}); "
+        "0: no R-VES. The result depends on the machine.",
+    ),
     json_output: bool = common.json_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
@@ -70,16 +95,28 @@ def eval_command(
         common.fail("give exactly one of --predictions FILE and --backend NAME")
     if n < 1:
         common.fail(f"--n must be >= 1, got {n}")
+    if ves_repeats < 0:
+        common.fail(f"--ves-repeats must be >= 0, got {ves_repeats}")
+    if prediction_format is not None and predictions is None:
+        common.fail("--format applies to --predictions FILE only")
     if schema_profile not in SCHEMA_PROFILES:
         common.fail(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     if suite is not None and not suite.is_dir():
         common.fail(f"suite folder not found: {suite} (expected <db_id>/*.sqlite databases)")
-    spec, examples = resolve_task(task, data_dir)
+    if db_root is not None and not db_root.is_dir():
+        common.fail(f"databases folder not found: {db_root}")
+    spec, examples = resolve_task(task, data_dir, db_root=db_root)
     chosen_name = preset or spec.preset
     if keep_distinct and chosen_name != "spider":
         common.fail("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
     chosen = get_preset(chosen_name, **({"keep_distinct": True} if keep_distinct else {}))
-    every = len(examples)
+    with_bird = chosen.name == "bird" if bird_metrics is None else bird_metrics
+    if ves_repeats and not with_bird:
+        common.fail("--ves-repeats measures BIRD's R-VES: use it with --preset bird or --bird-metrics")
+    # Read the whole file against every example (counts and db_ids) before anything runs or is written.
+    loaded = (
+        None if predictions is None else read_predictions(predictions, [e.db_id for e in examples], prediction_format)
+    )
     if limit is not None:
         examples = examples[: max(0, limit)]
     inputs = EvalInputs(
@@ -95,12 +132,15 @@ def eval_command(
         generation=GenerationConfig(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
         schema_profile=schema_profile,
         suite=suite,
+        predictions_format=None if loaded is None else loaded.format,
+        bird_metrics=with_bird,
+        ves_repeats=ves_repeats,
+        db_root=db_root,
     )
     sample_lists: list[list[Sample]] = []
     generator = None
-    if predictions is not None:
-        loaded = load_prediction_samples(predictions, every)
-        sample_lists = [[Sample(sql) for sql in loaded[e.index]] for e in examples]
+    if loaded is not None:
+        sample_lists = [[Sample(sql) for sql in loaded.entries[e.index].samples] for e in examples]
     elif backend is not None:
         generator = make_backend(
             backend,
@@ -136,8 +176,13 @@ def eval_command(
             store,
             breakdown=spec.breakdown,
             progress=lambda k: bar.advance(job, k),
+            with_soft_f1=with_bird,
         )
         bar.update(job, completed=total)
+        if ves_repeats:
+            timed = sum(r.status == "scored" and r.match for r in records)
+            job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
+            records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
     summary = summarize_run(
         inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
@@ -166,11 +211,21 @@ def _print(metrics: Any, out: Path, preset: str) -> None:
     for level, block in metrics["by_level"].items():
         value = block["execution_accuracy"]
         common.stdout.print(f"  {level}: {'n/a' if value is None else f'{100 * value:.2f}%'} of {block['scored']}")
+    bird = metrics.get("bird")
+    if bird:
+        for name, key in (("BIRD EX", "ex"), ("Soft-F1", "soft_f1"), ("R-VES (machine-dependent)", "r_ves")):
+            if bird[key] is not None:
+                cells = ", ".join(f"{level} {_percent(v)}" for level, v in bird[key].items())
+                common.stdout.print(f"{name}: {cells}")
     if metrics["skipped"]:
         common.stdout.print(f"skipped (database absent): {metrics['skipped']}")
     if metrics["gold_invalid"]:
         common.stdout.print(f"invalid (gold query failed): {metrics['gold_invalid']}")
     common.stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
 
 
 def register(app: typer.Typer) -> None:

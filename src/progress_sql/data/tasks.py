@@ -1,8 +1,9 @@
 """The task registry: a task name (or a path) plus a data folder give the examples to work on
 (docs/data.md#tasks).
 
->>> sorted(TASKS)
-['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-train', 'synsql']
+>>> sorted(TASKS)  # doctest: +NORMALIZE_WHITESPACE
+['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-test',
+ 'spider-train', 'synsql']
 >>> TASKS["bird-dev"].preset, TASKS["spider-dev"].breakdown
 ('bird', 'hardness')
 """
@@ -49,6 +50,13 @@ TASKS: dict[str, Task] = {
     task.name: task
     for task in (
         Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)"),
+        Task(
+            "spider-test",
+            "test.json",
+            "test_database",
+            load_spider,
+            "Spider 1.0 test (2147 questions), the release's test.json and test_database/",
+        ),
         Task(
             "bird-dev",
             "dev.json",
@@ -105,17 +113,32 @@ TASKS: dict[str, Task] = {
 SPIDER_FORMAT = Task("spider-format", "", "database", load_spider, "a Spider-format questions file")
 
 
-def resolve_task(task: str, data_dir: str | Path | None, *, questions: str | None = None) -> tuple[Task, list[Example]]:
+def path_database_folder(questions: Path, root: Path) -> Path:
+    """Where a questions file given by path finds its databases: ``root/<stem>_database`` when that
+    folder exists (Spider's ``test.json`` + ``test_database/``), else ``root/database``."""
+    own = root / f"{questions.stem}_database"
+    return own if own.is_dir() else root / "database"
+
+
+def resolve_task(
+    task: str, data_dir: str | Path | None, *, questions: str | None = None, db_root: str | Path | None = None
+) -> tuple[Task, list[Example]]:
     """The spec and the examples of a registered task, or of a Spider-format questions file.
 
-    For a path, databases resolve under ``data_dir/database`` (or the file's own folder's
-    ``database/`` when ``data_dir`` is None). ``questions`` replaces a registered task's questions
-    file (relative to ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file.
+    For a path, databases resolve under ``data_dir`` (or the file's own folder when ``data_dir`` is
+    None): :func:`path_database_folder`. ``db_root`` names the databases folder outright (either
+    kind of task). ``questions`` replaces a registered task's questions file (relative to
+    ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file.
     """
     if task in TASKS:
         spec = TASKS[task] if questions is None else replace(TASKS[task], questions=questions)
         if data_dir is None:
             raise DatasetError(f"task {task} needs --data-dir (the folder holding {spec.questions})")
+        if db_root is not None:
+            root = Path(data_dir)
+            if not root.is_dir():
+                raise DatasetError(f"data folder not found: {root} (task {spec.name} expects {spec.questions} there)")
+            return spec, spec.loader(root / spec.questions, db_root)
         return spec, spec.load(data_dir)
     if questions is not None:
         raise DatasetError(f"a questions file ({questions}) can only replace a registered task's, not {task!r}")
@@ -124,7 +147,7 @@ def resolve_task(task: str, data_dir: str | Path | None, *, questions: str | Non
         known = ", ".join(sorted(TASKS))
         raise DatasetError(f"unknown task {task!r}: not a registered task ({known}) nor an existing file")
     root = Path(data_dir) if data_dir is not None else path.parent
-    return SPIDER_FORMAT, load_spider(path, root / "database")
+    return SPIDER_FORMAT, load_spider(path, db_root if db_root is not None else path_database_folder(path, root))
 
 
 def load_task(task: str, data_dir: str | Path | None) -> list[Example]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from progress_sql.evaluation.bird import soft_f1
 from progress_sql.evaluation.voting import Vote, is_valid, majority_vote
 from progress_sql.execution.compare import judge
 from progress_sql.execution.gold import GoldStore, PreparedGold
@@ -40,6 +41,9 @@ class EvalRecord:
     ``sql`` / ``verdict`` / ``match`` belong to the answer: the only sample, or the majority vote's
     choice. ``ts_match`` is None without a suite for the example's database. ``votes`` are the sizes
     of the result groups in order of first appearance; ``vote_share`` the winner's share.
+    ``soft_f1`` (BIRD metrics asked for) is Mini-Dev's Soft-F1 of the answer (0 when it or the gold
+    failed; None when not asked for, or a result was truncated); ``ves_reward`` and ``ves_ratio`` are
+    its R-VES reward and mean time ratio (None unless R-VES was measured).
     """
 
     index: int
@@ -65,6 +69,9 @@ class EvalRecord:
     tags: tuple[str, ...] = ()
     f_struct: float | None = None
     preset: str = ""
+    soft_f1: float | None = None
+    ves_reward: float | None = None
+    ves_ratio: float | None = None
 
 
 def evaluate(
@@ -74,6 +81,7 @@ def evaluate(
     *,
     breakdown: Breakdown = "hardness",
     progress: Progress | None = None,
+    with_soft_f1: bool = False,
 ) -> list[EvalRecord]:
     """Evaluate ``samples[i]`` (one or more answers) against ``examples[i]`` for every i, in order,
     under ``store``'s preset and limits.
@@ -84,7 +92,7 @@ def evaluate(
     of the environment. With the store's suite lookup, an answer that matches on the original
     database is also run on every suite database of its gold; it counts for test-suite accuracy
     only if it matches on all of them (a suite database on which the gold fails is left out for
-    that example).
+    that example). ``with_soft_f1`` adds each answer's Soft-F1 (BIRD Mini-Dev's metric).
     """
     if len(examples) != len(samples):
         raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
@@ -104,6 +112,8 @@ def evaluate(
     for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
         results = [None if sql is None else runner.results[(example.db_path, sql)] for sql in sqls]
         record = _judge_example(example, items, results, gold, store, breakdown)
+        if with_soft_f1:
+            record = replace(record, soft_f1=_soft_f1(record, results, gold))
         chosen_sql = None if record.chosen_sample is None else sqls[record.chosen_sample]
         record, suite_jobs = _plan_suite(record, example, chosen_sql, store)
         records[example.index] = record
@@ -168,6 +178,18 @@ def _judge_example(
         tags=diagnosis.tags,
         f_struct=round(diagnosis.f_struct, 6),
     )
+
+
+def _soft_f1(record: EvalRecord, results: Sequence[ExecResult | None], gold: PreparedGold) -> float | None:
+    """The answer's Soft-F1; BIRD scores an answer or a gold that fails (error, timeout) as 0."""
+    if record.status == "gold_invalid" and gold.results[0].status == "ok" and gold.results[0].truncated:
+        return None
+    answer = None if record.chosen_sample is None else results[record.chosen_sample]
+    if record.status != "scored" or answer is None or answer.status != "ok":
+        return 0.0
+    if answer.truncated:
+        return None  # only a prefix of the rows came back: the score cannot be BIRD's
+    return soft_f1(answer.rows, gold.results[0].rows)
 
 
 def _with_answer(base: EvalRecord, verdict: Verdict | None, vote: Vote) -> EvalRecord:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from progress_sql.evaluation.analysis import analyze, ratio
+from progress_sql.evaluation.bird import BIRD_LEVELS, ves_score
 from progress_sql.evaluation.harness import EvalRecord
 from progress_sql.evaluation.voting import k_values, pass_at_k
 from progress_sql.sql.hardness import HARDNESS_LEVELS
@@ -75,11 +76,39 @@ def summarize_eval(records: Sequence[EvalRecord]) -> dict[str, Any]:
     levels = level_order({r.level for r in records if r.level})
     summary["by_level"] = {level: _block([r for r in records if r.level == level]) for level in levels}
     summary["odt"] = analyze([r.tags for r in scored])
+    if any(r.soft_f1 is not None or r.ves_reward is not None for r in records):
+        summary["bird"] = bird_metrics(records)
     summary["skipped_examples"] = _skipped(records)
     summary["gold_invalid_examples"] = [
         {"index": r.index, "db_id": r.db_id, "reason": r.reason} for r in records if r.status == "gold_invalid"
     ]
     return summary
+
+
+def bird_metrics(records: Sequence[EvalRecord]) -> dict[str, Any]:
+    """EX, Soft-F1 and R-VES per BIRD difficulty and in total, as BIRD's evaluators average them:
+    over every question whose database is present, a failing gold counting as 0 (fractions; BIRD
+    prints them times 100). R-VES is None unless it was measured; ``soft_f1_unavailable`` counts
+    answers whose result was truncated (counted as 0)."""
+    counted = [r for r in records if r.status in ("scored", "gold_invalid")]
+    groups = {level: [r for r in counted if r.difficulty == level] for level in BIRD_LEVELS}
+    groups["total"] = counted
+    measured = any(r.ves_reward is not None for r in counted)
+
+    def mean(values: list[float]) -> float | None:
+        return ratio(sum(values), len(values))
+
+    return {
+        "count": {level: len(group) for level, group in groups.items()},
+        "ex": {level: mean([float(r.match) for r in group]) for level, group in groups.items()},
+        "soft_f1": {level: mean([r.soft_f1 or 0.0 for r in group]) for level, group in groups.items()},
+        "r_ves": (
+            {level: ves_score([r.ves_reward or 0.0 for r in group]) for level, group in groups.items()}
+            if measured
+            else None
+        ),
+        "soft_f1_unavailable": sum(r.soft_f1 is None for r in counted),
+    }
 
 
 def _skipped(records: Sequence[EvalRecord]) -> dict[str, Any]:

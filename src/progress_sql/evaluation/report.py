@@ -26,11 +26,19 @@ def write_plots(out: Path, summary: dict[str, Any], records: Sequence[EvalRecord
 
     metrics = summary["metrics"]
     task = summary["settings"]["task"]["name"]
-    levels = {
+    levels: dict[str, dict[str, float | None]] = {
         level: {"EX": block["execution_accuracy"], "TS": block["test_suite_accuracy"]}
         for level, block in metrics["by_level"].items()
     }
-    if not levels:
+    bird = metrics.get("bird")
+    if bird:  # BIRD's own averages (a failing gold counts as 0), per BIRD level and in total
+        levels = {
+            level: {"EX (BIRD)": bird["ex"][level], "Soft-F1": bird["soft_f1"][level]}
+            | ({"R-VES": bird["r_ves"][level]} if bird["r_ves"] else {})
+            for level in bird["count"]
+        }
+        counts = dict(bird["count"])
+    elif not levels:
         levels = {"all": {"EX": metrics["execution_accuracy"], "TS": metrics["test_suite_accuracy"]}}
         counts = {"all": metrics["scored"]}
     else:
@@ -47,6 +55,34 @@ def write_plots(out: Path, summary: dict[str, Any], records: Sequence[EvalRecord
             shares, out / PLOTS[2][0], f"{task}: vote share (n = {metrics['samples_per_example']} samples)"
         ),
     ]
+
+
+def _bird_section(bird: dict[str, Any] | None, asked: dict[str, Any] | None) -> list[str]:
+    """BIRD's metrics as its evaluators print them (percent, per level and total)."""
+    if not bird:
+        return []
+    lines = [
+        "",
+        "## BIRD metrics",
+        "",
+        "As BIRD's evaluators average them: over every question with its database, a failing gold counting as 0.",
+        "",
+        "| level | questions | EX (%) | Soft-F1 (%) | R-VES (%) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for level, count in bird["count"].items():
+        ves = bird["r_ves"][level] if bird["r_ves"] else None
+        lines.append(
+            f"| {level} | {count} | {_pct(bird['ex'][level])} | {_pct(bird['soft_f1'][level])} | {_pct(ves)} |"
+        )
+    repeats = (asked or {}).get("ves_repeats", 0)
+    if bird["r_ves"]:
+        lines += ["", f"R-VES: {repeats} timing repeats per correct answer; it depends on the machine and its load."]
+    else:
+        lines += ["", "R-VES not measured (`--ves-repeats N` times each correct answer N times)."]
+    if bird["soft_f1_unavailable"]:
+        lines.append(f"Soft-F1 counted as 0 for {bird['soft_f1_unavailable']} truncated results.")
+    return lines
 
 
 def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error: str | None = None) -> str:
@@ -97,6 +133,7 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
                 f"| {level} | {block['scored']} | {block['matched']} | {_pct(block['execution_accuracy'])} "
                 f"| {_pct(block['test_suite_accuracy'])} |"
             )
+    lines += _bird_section(metrics.get("bird"), settings.get("bird"))
     odt = metrics["odt"]
     lines += ["", f"## ODT structural mismatches ({odt['examples']} scored answers)", "", "| category | rate (%) |"]
     lines.append("|---|---:|")

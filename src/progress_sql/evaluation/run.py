@@ -5,7 +5,7 @@ backend, the typed ``summary.json`` (:class:`EvalSummary`), the run folder and i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,10 @@ class EvalInputs:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     schema_profile: str = "full"
     suite: Path | None = None
+    predictions_format: str | None = None  # as read (detected or named with --format)
+    bird_metrics: bool = False  # EX / Soft-F1 (/ R-VES) as BIRD's evaluators compute them
+    ves_repeats: int = 0  # R-VES timing repeats per correct answer; 0: no R-VES
+    db_root: Path | None = None  # the databases folder, when given outright (--db-root)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +95,15 @@ class EvalSettings:
     preset: Mapping[str, Any]  # execution.compare.describe: name and options
     limits: Mapping[str, Any]
     workers: int | None  # None: one per core
+    predictions_format: str | None = None  # the prediction file's format (predictions.FORMATS)
+    bird: Mapping[str, Any] | None = None  # BIRD metrics asked for: ves_repeats, machine_dependent
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalSettings:
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        """Fields with a default may be absent (summaries written before they existed)."""
+        return cls(
+            **{f.name: data[f.name] if f.default is MISSING else data.get(f.name, f.default) for f in fields(cls)}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +178,7 @@ def summarize_run(
             "spec": spec.name,
             "version": spec.version,
             "breakdown": spec.breakdown,
+            **({"db_root": str(inputs.db_root)} if inputs.db_root is not None else {}),
         },
         data_dir=str(inputs.data_dir) if inputs.data_dir is not None else None,
         source=source,
@@ -180,6 +190,12 @@ def summarize_run(
         preset=describe(inputs.preset),
         limits=asdict(inputs.limits),
         workers=inputs.workers or None,
+        predictions_format=inputs.predictions_format,
+        bird=(
+            {"ves_repeats": inputs.ves_repeats, "r_ves_machine_dependent": inputs.ves_repeats > 0}
+            if inputs.bird_metrics
+            else None
+        ),
     )
     reward = ProgressiveConfig()
     return EvalSummary(
@@ -195,11 +211,12 @@ def summarize_run(
 
 
 def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummary, *, plots: bool = True) -> RunFolder:
-    """``samples.jsonl``, ``summary.json``, the plots (when asked and matplotlib is there) and
-    ``report.md`` into ``out``. OSError propagates."""
-    folder = RunFolder(out)
+    """``samples.jsonl``, the plots (when asked and matplotlib is there), ``report.md`` and, last,
+    ``summary.json`` into ``out``: a run cut short leaves no summary that claims it finished (an old
+    one is removed first). OSError propagates."""
+    folder = RunFolder(out).create()
+    folder.summary_path.unlink(missing_ok=True)
     folder.write_records(records)
-    folder.write_summary(summary)
     data = summary.to_dict()
     drawn: list[str] = []
     problem = None
@@ -209,6 +226,7 @@ def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummar
         except Exception as error:  # matplotlib absent or a drawing failure: the results still stand
             problem = f"{type(error).__name__}: {error}"
     folder.write_report(render_report(data, drawn, problem))
+    folder.write_summary(summary)
     return folder
 
 
