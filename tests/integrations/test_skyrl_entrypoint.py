@@ -180,7 +180,9 @@ def test_eight_trajectories_on_skyrls_threads_one_slow_query_stalls_none_of_the_
     row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     threads = 8
-    cfg = skyrl_cfg({"timeout_s": 60.0}, max_env_workers=threads)  # the slow query would run a minute
+    # The slow query would run ten minutes: the test ends it by killing its worker once the fast ones are done
+    # (a shorter deadline could expire first on a loaded machine, where starting 8 workers takes a while).
+    cfg = skyrl_cfg({"timeout_s": 600.0}, max_env_workers=threads)
     assert cfg.environment.skyrl_gym.progress_sql["execution_workers"] == threads
     loop = asyncio.new_event_loop()
     slow_started, fast_done = asyncio.Event(), asyncio.Event()
