@@ -220,11 +220,15 @@ def test_eight_trajectories_on_skyrls_threads_one_slow_query_stalls_none_of_the_
             task = asyncio.ensure_future(
                 _agent_loops(envs, prompt, actions, executor, slow_started, fast_done, finished)
             )
-            await asyncio.wait_for(fast_done.wait(), timeout=180)
-            when_fast_done = list(finished)
-            ending.append(True)
-            os.kill(slow_pids[0], signal.SIGKILL)  # end the slow query now instead of at its deadline
-            steps = await asyncio.wait_for(task, timeout=180)
+            try:
+                # Generous: on a loaded machine, starting the seven fast steps' workers takes a while.
+                await asyncio.wait_for(fast_done.wait(), timeout=900)
+            finally:
+                when_fast_done = list(finished)
+                ending.append(True)
+                for pid in slow_pids[:1]:  # end the slow query now instead of at its deadline
+                    os.kill(pid, signal.SIGKILL)
+            steps = await asyncio.wait_for(task, timeout=300)
         return when_fast_done, steps
 
     try:
