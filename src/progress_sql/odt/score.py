@@ -123,6 +123,7 @@ def feature_similarities(pred: SelectProfile, gold: SelectProfile) -> dict[str, 
     return sims
 
 
+_DEFAULT_CONFIG = OdtConfig()
 _NESTED_KINDS = frozenset({"SUBQUERY", "CTE"})
 
 
@@ -215,11 +216,12 @@ class _Comparer:
         else:
             sims = feature_similarities(pred.profile, gold.profile)
             local = _local_score(settings.weights, settings.weight_total, sims)
+            # The similarity first: it is usually 1.0, and then ``applies`` need not run (both are pure).
             findings = {
                 Finding(rule.tag)
                 for rule, threshold in settings.rules
-                if rule.applies(pred.profile, gold.profile)
-                and rule.similarity(pred.profile, gold.profile, sims) < threshold
+                if rule.similarity(pred.profile, gold.profile, sims) < threshold
+                and rule.applies(pred.profile, gold.profile)
             }
         if not pred.children and not gold.children:
             return Comparison(local, frozenset(findings), sims)
@@ -313,7 +315,7 @@ def _as_set_op(node: OdtNode) -> OdtNode:
 
 def compare_trees(pred: OdtNode, gold: OdtNode, config: OdtConfig | None = None) -> Comparison:
     """Compare two ROOT nodes; ``features`` holds the main SELECT pair's similarities when both are SELECTs."""
-    comparer = _Comparer(config or OdtConfig())
+    comparer = _Comparer(config or _DEFAULT_CONFIG)
     result = comparer.compare(pred, gold)
     pred_main, gold_main = pred.children[-1], gold.children[-1]
     main = comparer.memo.get((id(pred_main), id(gold_main)))
