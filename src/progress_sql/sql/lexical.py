@@ -91,7 +91,8 @@ def jaccard(a: Set[Any], b: Set[Any]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)  # |a | b| without building the union
 
 
 def lexical_similarity(pred: str, gold: str | frozenset[tuple[str, ...]]) -> float:
