@@ -14,17 +14,23 @@ of ``--repeat`` runs:
 It prints a table (pairs/s, microseconds per pair, ratio to parse) and records it in
 docs/benchmarks.md under "## ODT" with the command, date and machine. Run from the repository root:
 
-    .venv/bin/python bench/odt.py [--pairs N] [--repeat R]
+    .venv/bin/python bench/odt.py [--pairs N] [--repeat R] [--interleave] [--clock wall|cpu]
+
+On a shared machine, ``--interleave`` (the stages timed in rounds, so that a passing load weighs on
+all of them alike) and ``--clock cpu`` (this process's CPU time) keep the ratios to parse time steadier.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import statistics
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -37,6 +43,7 @@ from progress_sql.sql.parse import parse_sql
 MODELS = (1, 2, 3, 4, 5)
 TARGET_PER_SECOND = 1_000
 SECTION = "## ODT"
+Clock = Literal["wall", "cpu"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +93,17 @@ def load_schemas(data: Path) -> list[Schema | None]:
 
 
 def measure(
-    pairs: Sequence[tuple[str, int]], golds: Sequence[str], schemas: Sequence[Schema | None], repeat: int
+    pairs: Sequence[tuple[str, int]],
+    golds: Sequence[str],
+    schemas: Sequence[Schema | None],
+    repeat: int,
+    *,
+    interleave: bool = False,
+    clock: Clock = "wall",
 ) -> list[Stage]:
+    """Median seconds per stage. ``interleave`` times the stages in rounds (one repeat of each stage
+    per round), so that a load that comes and goes on a shared machine weighs on every stage alike;
+    ``clock="cpu"`` counts this process's CPU time instead of wall time."""
     preds = [pred for pred, _ in pairs]
     gold_sql = [golds[index] for _, index in pairs]
     prepared = {index: prepare_gold(golds[index]) for index in {index for _, index in pairs}}
@@ -124,7 +140,18 @@ def measure(
     )
     for _, _, run in stages:  # warm up every code path once, untimed
         run()
-    return [Stage(name, what, median_seconds(run, repeat)) for name, what, run in stages]
+    if not interleave and clock == "wall":
+        return [Stage(name, what, median_seconds(run, repeat)) for name, what, run in stages]
+    timer = time.perf_counter if clock == "wall" else time.process_time
+    times: list[list[float]] = [[] for _ in stages]
+    order = [(index, stage) for _ in range(repeat) for index, stage in enumerate(stages)]
+    if not interleave:  # every repeat of a stage, then the next stage (the default order)
+        order.sort(key=lambda entry: entry[0])
+    for index, (_, _, run) in order:
+        start = timer()
+        run()
+        times[index].append(timer() - start)
+    return [Stage(name, what, statistics.median(times[index])) for index, (name, what, _) in enumerate(stages)]
 
 
 def render_table(stages: Sequence[Stage], pairs: int) -> Table:
@@ -144,7 +171,14 @@ def render_table(stages: Sequence[Stage], pairs: int) -> Table:
     return table
 
 
-def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, info: dict[str, str]) -> str:
+def markdown(
+    stages: Sequence[Stage],
+    pairs: int,
+    repeat: int,
+    command: str,
+    info: dict[str, str],
+    how: str = "each stage repeated in turn, wall time (time.perf_counter)",
+) -> str:
     baseline = stages[0]
     by_name = {stage.name: stage for stage in stages}
     lines = [
@@ -156,7 +190,7 @@ def markdown(stages: Sequence[Stage], pairs: int, repeat: int, command: str, inf
         "",
         *provenance(command, info),
         "",
-        f"{pairs} pairs, median of {repeat} repeats (time.perf_counter), after one untimed warm-up pass.",
+        f"{pairs} pairs, median of {repeat} repeats ({how}), after one untimed warm-up pass.",
         "",
         "| stage | what is timed | median s | pairs/s | µs/pair | × parse time |",
         "|---|---|---:|---:|---:|---:|",
@@ -186,6 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="where the results are recorded")
     parser.add_argument("--no-doc", action="store_true", help="print only; do not update --doc")
+    parser.add_argument(
+        "--interleave", action="store_true", help="time the stages in rounds, one repeat of each per round"
+    )
+    parser.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall", help="wall time (default) or this process's CPU time"
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or (args.pairs is not None and args.pairs < 1):
         parser.error("--pairs and --repeat must be positive")
@@ -196,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     golds = load_golds(args.data_dir)
     schemas = load_schemas(args.data_dir)
     info = machine()
-    stages = measure(pairs, golds, schemas, args.repeat)
+    stages = measure(pairs, golds, schemas, args.repeat, interleave=args.interleave, clock=args.clock)
 
     console = Console(width=150)
     console.print(render_table(stages, len(pairs)))
@@ -204,7 +244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_doc:
         shown_args = sys.argv[1:] if argv is None else list(argv)
         command = shlex.join([".venv/bin/python", "bench/odt.py", *shown_args])
-        write_section(args.doc, SECTION, markdown(stages, len(pairs), args.repeat, command, info))
+        how = (
+            f"{'interleaved rounds' if args.interleave else 'each stage repeated in turn'}, "
+            f"{'wall time (time.perf_counter)' if args.clock == 'wall' else 'CPU time (time.process_time)'}"
+        )
+        write_section(args.doc, SECTION, markdown(stages, len(pairs), args.repeat, command, info, how))
     return 0
 
 

@@ -28,7 +28,7 @@ from progress_sql.odt.profile import (
     SelectProfile,
     cte_reference,
     limit_and_offset,
-    local_nodes,
+    nested_nodes,
     non_default_nulls,
     profile_select,
     scope_for,
@@ -215,7 +215,11 @@ def _select_node(
     readable = ctes if build.inlined < MAX_INLINED_CTES else {}
     scope = scope_for(select, build.schema, parent, readable.keys())
     children: list[OdtNode] = []
-    cte_sources = {id(source) for source in sources_of(select) if cte_reference(source, readable) is not None}
+    cte_sources = (
+        {id(source) for source in sources_of(select) if cte_reference(source, readable) is not None}
+        if readable
+        else set()
+    )
     for clause, value in select.args.items():
         if clause == "with_" or value is None:
             continue
@@ -223,7 +227,7 @@ def _select_node(
         for part in value if isinstance(value, list) else [value]:
             if not isinstance(part, exp.Expr):
                 continue
-            for node in local_nodes(part):
+            for node in nested_nodes(part, cte_sources):
                 if id(node) in cte_sources:
                     child = _cte_child(node, build, readable)
                     if child is not None:

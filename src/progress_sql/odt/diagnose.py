@@ -73,11 +73,23 @@ class Diagnosis:
     f_struct: float
     f_lex: float
     tags: tuple[str, ...]
-    feedback: str
     features: Mapping[str, float] = field(default_factory=dict)
     reason: str | None = None
     #: Every tag with where it was found (``tags`` holds the distinct codes).
     findings: tuple[Finding, ...] = ()
+    #: The config whose messages :attr:`feedback` uses.
+    config: OdtConfig = field(default=_DEFAULT, repr=False)
+    _feedback: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def feedback(self) -> str:
+        """The next user turn (:func:`feedback_text` of the findings), built on first use: a reward
+        loop that writes its own feedback (the environment's levels) never pays for it."""
+        text = self._feedback
+        if text is None:
+            text = feedback_text(self.findings, self.status, self.config)
+            object.__setattr__(self, "_feedback", text)  # a cache, not state: frozen otherwise
+        return text
 
     @property
     def f(self) -> float:
@@ -122,9 +134,9 @@ def diagnose(
         f_struct=comparison.score,
         f_lex=f_lex,
         tags=tags,
-        feedback=feedback_text(findings, "ok", config),
         features=comparison.features,
         findings=findings,
+        config=config,
     )
 
 
@@ -137,4 +149,4 @@ def _unparsable(
     status: DiagnosisStatus, tags: tuple[str, ...], f_lex: float, reason: str, config: OdtConfig
 ) -> Diagnosis:
     findings = tuple(Finding(tag) for tag in tags)
-    return Diagnosis(status, 0.0, f_lex, tags, feedback_text(tags, status, config), reason=reason, findings=findings)
+    return Diagnosis(status, 0.0, f_lex, tags, reason=reason, findings=findings, config=config)

@@ -69,6 +69,35 @@ def local_nodes(root: exp.Expr) -> Iterator[exp.Expr]:
             stack.extend(node.iter_expressions())
 
 
+def nested_nodes(root: exp.Expr, also: Container[int] = frozenset()) -> list[exp.Expr]:
+    """The nested queries at ``root``'s level (``root`` itself when it is one) and the nodes whose id
+    is in ``also``, in :func:`local_nodes` order: the same walk without a generator per node."""
+    found: list[exp.Expr] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _QUERY_TYPES):
+            found.append(node)
+            continue
+        if also and id(node) in also:
+            found.append(node)
+        stack.extend(node.iter_expressions())
+    return found
+
+
+def _aggregate_keys(items: list[exp.Expr]) -> frozenset[str]:
+    """The aggregate functions in the SELECT items, nested queries not entered (as :func:`local_nodes`)."""
+    keys = set()
+    stack = list(items)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.AggFunc):
+            keys.add(node.key)
+        if not isinstance(node, _QUERY_TYPES):
+            stack.extend(node.iter_expressions())
+    return frozenset(keys)
+
+
 def conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
     """Split a condition on AND (through parentheses)."""
     stack = [condition]
@@ -121,12 +150,12 @@ def scope_for(
     """Resolve the FROM / JOIN sources of ``select``; repeated sources are ``name``, ``name#2``, ...
     A source that reads a CTE of ``cte_names`` is ``<subquery>``, as a derived table is."""
     entries = [_source_entry(source, cte_names) for source in sources_of(select)]
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     indexed = []
     for name, table, alias in entries:
-        seen[name] += 1
+        count = seen[name] = seen.get(name, 0) + 1
         # The first occurrence keeps the bare name, so that a missing self-join still shares it.
-        indexed.append((name if seen[name] == 1 else f"{name}#{seen[name]}", table, alias))
+        indexed.append((name if count == 1 else f"{name}#{count}", table, alias))
     return Scope.for_sources(indexed, schema=schema, parent=parent)
 
 
@@ -151,8 +180,11 @@ def _join_atoms(select: exp.Select, renderer: Renderer) -> list[str]:
 
 def _join_types(select: exp.Select) -> frozenset[str]:
     """Outer join sides, numbered when repeated (the join type is its own feature, not part of J)."""
+    joins = select.args.get("joins")
+    if not joins:
+        return frozenset()
     seen: Counter[str] = Counter()
-    for join in select.args.get("joins") or ():
+    for join in joins:
         side = join.side.lower()
         if side:
             seen[side] += 1
@@ -223,7 +255,7 @@ def profile_select(select: exp.Select, scope: Scope, *, projection_free: bool = 
     order = select.args.get("order")
     order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
 
-    aggregates = frozenset(node.key for item in items for node in local_nodes(item) if isinstance(node, exp.AggFunc))
+    aggregates = _aggregate_keys(items)
     select_order = tuple(item_renderer.render(item) for item in items)
     limit, offset = limit_and_offset(select, renderer)
     return SelectProfile(

@@ -15,12 +15,24 @@ from dataclasses import dataclass, field
 from progress_sql.odt.build import QUERY_KINDS, OdtNode
 from progress_sql.odt.config import FEATURES, OdtConfig
 from progress_sql.odt.profile import SelectProfile
-from progress_sql.odt.tags import LOCAL_RULES, Finding
+from progress_sql.odt.tags import LOCAL_RULES, Finding, LocalRule
 from progress_sql.sql.lexical import jaccard
 
 _SET_FEATURES = ("select", "tables", "joins", "where", "group_by", "having", "order_by")
 _COUNT_FEATURES = ("join_count", "item_count")
 _FLAG_FEATURES = FEATURES[len(_SET_FEATURES) + len(_COUNT_FEATURES) :]
+#: The similarities :func:`feature_similarities` adds to :data:`FEATURES` for the tags, in its order.
+REFINEMENTS = (
+    "select_items",
+    "select_order",
+    "join_keys",
+    "join_type",
+    "order_keys",
+    "nulls_order",
+    "limit_presence",
+    "limit_value",
+    "offset",
+)
 
 _MISSING = {
     "SUBQUERY": "SUBQUERY_MISSING",
@@ -111,6 +123,7 @@ def feature_similarities(pred: SelectProfile, gold: SelectProfile) -> dict[str, 
     return sims
 
 
+_DEFAULT_CONFIG = OdtConfig()
 _NESTED_KINDS = frozenset({"SUBQUERY", "CTE"})
 
 
@@ -121,14 +134,57 @@ def _compatible(pred: OdtNode, gold: OdtNode) -> bool:
     return pred.kind in _NESTED_KINDS and gold.kind in _NESTED_KINDS
 
 
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What a comparison reads from an :class:`OdtConfig`, derived once per config object."""
+
+    config: OdtConfig
+    weights: tuple[tuple[str, float], ...]
+    weight_total: float
+    #: Each local rule with the threshold of its tag.
+    rules: tuple[tuple[LocalRule, float], ...]
+    #: The similarities of two identical profiles (every feature 1.0) and their local score.
+    identical: Mapping[str, float]
+    identical_local: float
+
+
+#: Settings per config object, keyed by identity (the entry keeps the config alive; a handful of
+#: configs exist per process: the defaults and the named profiles).
+_SETTINGS: dict[int, _Settings] = {}
+_MAX_SETTINGS = 32
+
+
+def _settings(config: OdtConfig) -> _Settings:
+    found = _SETTINGS.get(id(config))
+    if found is not None and found.config is config:
+        return found
+    weights = tuple(config.weights.as_dict().items())
+    weight_total = sum(weight for _, weight in weights)
+    identical = dict.fromkeys((*FEATURES, *REFINEMENTS), 1.0)
+    settings = _Settings(
+        config,
+        weights,
+        weight_total,
+        tuple((rule, config.threshold(rule.tag)) for rule in LOCAL_RULES),
+        identical,
+        _local_score(weights, weight_total, identical),
+    )
+    if len(_SETTINGS) >= _MAX_SETTINGS:
+        _SETTINGS.clear()
+    _SETTINGS[id(config)] = settings
+    return settings
+
+
+def _local_score(weights: tuple[tuple[str, float], ...], total: float, sims: Mapping[str, float]) -> float:
+    return sum(weight * sims[name] for name, weight in weights) / total
+
+
 class _Comparer:
     """Memoized recursive comparison of one predicted tree with one gold tree."""
 
     def __init__(self, config: OdtConfig) -> None:
         self.config = config
-        weights = config.weights.as_dict()
-        self.weights = weights
-        self.weight_total = sum(weights.values())
+        self.settings = _settings(config)
         self.memo: dict[tuple[int, int], Comparison] = {}
 
     def compare(self, pred: OdtNode, gold: OdtNode) -> Comparison:
@@ -152,14 +208,23 @@ class _Comparer:
     def _select(self, pred: OdtNode, gold: OdtNode) -> Comparison:
         assert pred.profile is not None
         assert gold.profile is not None
-        sims = feature_similarities(pred.profile, gold.profile)
-        local = sum(self.weights[name] * sims[name] for name in FEATURES) / self.weight_total
-        findings = {
-            Finding(rule.tag)
-            for rule in LOCAL_RULES
-            if rule.applies(pred.profile, gold.profile)
-            and rule.similarity(pred.profile, gold.profile, sims) < self.config.threshold(rule.tag)
-        }
+        settings = self.settings
+        # Identical profiles (the SELECT sets first: they differ most often): every similarity is 1.0,
+        # so no local rule fires.
+        if pred.profile.select == gold.profile.select and pred.profile == gold.profile:
+            sims: dict[str, float] = dict(settings.identical)
+            local = settings.identical_local
+            findings: set[Finding] = set()
+        else:
+            sims = feature_similarities(pred.profile, gold.profile)
+            local = _local_score(settings.weights, settings.weight_total, sims)
+            # The similarity first: it is usually 1.0, and then ``applies`` need not run (both are pure).
+            findings = {
+                Finding(rule.tag)
+                for rule, threshold in settings.rules
+                if rule.similarity(pred.profile, gold.profile, sims) < threshold
+                and rule.applies(pred.profile, gold.profile)
+            }
         if not pred.children and not gold.children:
             return Comparison(local, frozenset(findings), sims)
         child_score, child_findings = self._match(pred.children, gold.children)
@@ -252,7 +317,7 @@ def _as_set_op(node: OdtNode) -> OdtNode:
 
 def compare_trees(pred: OdtNode, gold: OdtNode, config: OdtConfig | None = None) -> Comparison:
     """Compare two ROOT nodes; ``features`` holds the main SELECT pair's similarities when both are SELECTs."""
-    comparer = _Comparer(config or OdtConfig())
+    comparer = _Comparer(config or _DEFAULT_CONFIG)
     result = comparer.compare(pred, gold)
     pred_main, gold_main = pred.children[-1], gold.children[-1]
     main = comparer.memo.get((id(pred_main), id(gold_main)))

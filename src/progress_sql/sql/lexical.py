@@ -17,9 +17,10 @@ from typing import Any
 from progress_sql.sql.parse import strip_sql
 
 _TOKEN = re.compile(
-    r"""(?P<comment>--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z))  # a comment (never a token; found here so
-                                                             # that `--` inside a string stays text)
-      | '(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
+    r"""--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)  # a comment: no token, the match is empty (found here so
+                                              # that `--` inside a string stays text)
+      | (                        # a token:
+        '(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
       | "(?:[^"]|"")*(?:"|\Z)   # without that, every quote would rescan the rest: quadratic)
       | `[^`]*(?:`|\Z)          # backtick identifier
       | \[[^\]]*(?:\]|\Z)       # bracket identifier
@@ -27,7 +28,7 @@ _TOKEN = re.compile(
       | \.\d+
       | \w+
       | <>|!=|>=|<=|==|\|\|
-      | \S""",
+      | \S)""",
     re.VERBOSE | re.IGNORECASE,
 )
 _QUOTES = {"'": "'", '"': '"', "`": "`", "[": "]"}
@@ -54,11 +55,16 @@ def sql_tokens(sql: str) -> list[str]:
     >>> sql_tokens("SELECT /* why */ 1")
     ['select', '1']
     """
+    text = strip_sql(sql)
+    if len(text) <= MAX_LEXICAL_CHARS:  # the tokens cannot exceed the limit: one pass in C
+        # A comment matches with an empty group; a `;` before a trailing comment is no token either.
+        found = [token for token in _TOKEN.findall(text) if token and token != ";"]
+        return [token.lower() if token[0] not in _QUOTES and token != "!=" else _normalize(token) for token in found]
     tokens: list[str] = []
     budget = MAX_LEXICAL_CHARS
-    for match in _TOKEN.finditer(strip_sql(sql)):
-        token = match.group()
-        if match.lastgroup == "comment" or token == ";":  # a `;` before a trailing comment is no token either
+    for match in _TOKEN.finditer(text):
+        token = match.group(1)
+        if not token or token == ";":
             continue
         budget -= len(token)
         if budget < 0:
@@ -85,7 +91,8 @@ def jaccard(a: Set[Any], b: Set[Any]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)  # |a | b| without building the union
 
 
 def lexical_similarity(pred: str, gold: str | frozenset[tuple[str, ...]]) -> float:

@@ -67,6 +67,8 @@ def _in_value_position(column: exp.Column) -> bool:
 
 def resolve_double_quoted(tree: exp.Expr, sql: str, schema: ColumnNames | None = None) -> exp.Expr:
     """Turn double-quoted tokens that SQLite would read as strings into string literals (in place)."""
+    if '"' not in sql:  # the common case, without a regular expression pass
+        return tree
     candidates = double_quoted_tokens(sql)
     if not candidates:
         return tree
