@@ -124,12 +124,16 @@ def resident_bytes(pid: int) -> int:
     return int(found.group(1)) * 1024 if found else 0
 
 
-def run_timed(command: Sequence[str], *, cwd: Path, env: dict[str, str], cap_s: float, memory_bytes: int) -> Timing:
+def run_timed(
+    command: Sequence[str], *, cwd: Path, env: dict[str, str], cap_s: float = float("inf"), memory_bytes: int = 2**62
+) -> Timing:
     """Run ``command`` to its end, or stop it (its whole process group) past ``cap_s`` seconds or
     ``memory_bytes`` resident; stdout goes to a file so a chatty process never blocks on a pipe."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         note = ""
         while process.poll() is None:
             elapsed = time.perf_counter() - start
@@ -177,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(sys.executable).parent / "progress-sql",
         help="the console script to time (default: the one beside this Python)",
     )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also time `progress-sql eval` with this src/ folder first on PYTHONPATH (a checkout before a change)",
+    )
+    parser.add_argument("--baseline-models", type=int, nargs="+", default=[1], help="the files --baseline-src runs on")
     parser.add_argument("--official-source", type=Path, help="taoyds/test-suite-sql-eval: a checkout or a bare git dir")
     parser.add_argument("--official-python", type=Path, help="a Python with nltk and sqlparse (else a venv is made)")
     parser.add_argument("--official-venv", type=Path, default=DEFAULT_OFFICIAL_VENV, help="where that venv is made")
@@ -196,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     python = official_python(args)
     memory_bytes = int(args.official_memory_gib * 2**30)
 
-    rows: list[tuple[int, list[Timing], list[Timing], int]] = []
+    rows: list[tuple[int, list[Timing], list[Timing], list[Timing], int]] = []
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as scratch_name:
         scratch = Path(scratch_name)
         official_dir = scratch / "official"
@@ -218,33 +228,49 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "--out", str(inputs / "run")]  # fmt: skip
             official_command = [str(python), "evaluation.py", "--gold", str(gold), "--pred", str(pred),
                                 "--db", str(spider / "database"), "--etype", "exec"]  # fmt: skip
+            baseline_env = None
+            if args.baseline_src is not None and model in args.baseline_models:
+                baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline_src)}
             ours: list[Timing] = []
+            baseline: list[Timing] = []
             official: list[Timing] = []
-            for repeat in range(args.repeat):  # interleaved: both see the same machine load
-                ours.append(run_timed(ours_command, cwd=ROOT, env=dict(os.environ), cap_s=float("inf"), memory_bytes=2**62))
+            for repeat in range(args.repeat):  # interleaved: all see the same machine load
+                ours.append(run_timed(ours_command, cwd=ROOT, env=dict(os.environ)))
+                if baseline_env is not None:
+                    baseline.append(run_timed(ours_command, cwd=ROOT, env=baseline_env))
                 if not official or official[-1].finished:
+                    cap = args.official_cap_s
                     official.append(
-                        run_timed(official_command, cwd=official_dir, env=official_env, cap_s=args.official_cap_s,
-                                  memory_bytes=memory_bytes)  # fmt: skip
+                        run_timed(
+                            official_command, cwd=official_dir, env=official_env, cap_s=cap, memory_bytes=memory_bytes
+                        )
                     )
-                print(f"model {model} run {repeat + 1}: ours {ours[-1].seconds:.2f} s, official "
+                before = f", before {baseline[-1].seconds:.2f} s" if baseline else ""
+                print(f"model {model} run {repeat + 1}: ours {ours[-1].seconds:.2f} s{before}, official "
                       f"{official[-1].seconds:.2f} s {official[-1].note}", flush=True)  # fmt: skip
-            rows.append((model, ours, official, count))
+            rows.append((model, ours, baseline, official, count))
 
     table_lines = [
-        f"| model | questions | ours: median s (of {args.repeat}) | official: median s | official / ours | official EX line |",
-        "|---:|---:|---:|---:|---:|---|",
+        f"| model | questions | ours: median s (of {args.repeat}) | before: median s | official: median s "
+        "| official / ours | official / before | official's `execution` row (easy medium hard extra all) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for model, ours, official, count in rows:
-        ours_s = median_of(ours)
-        official_s = median_of(official)
+    for model, ours, baseline, official, count in rows:
+        ours_s, baseline_s, official_s = median_of(ours), median_of(baseline), median_of(official)
         assert ours_s is not None
+        last = official[-1]
         if official_s is None:
-            shown, ratio = f"> {official[-1].seconds:.1f} ({official[-1].note}, 1 run)", f"> {official[-1].seconds / ours_s:.1f}"
+            shown = f"> {last.seconds:.1f} ({last.note}; 1 run)"
+            ratio = f"> {last.seconds / ours_s:.1f}"
+            ratio_before = f"> {last.seconds / baseline_s:.1f}" if baseline_s else "-"
         else:
             shown, ratio = f"{official_s:.2f}", f"{official_s / ours_s:.2f}"
-        note = next((t.note for t in official if t.finished), "")
-        table_lines.append(f"| {model} | {count} | {ours_s:.2f} | {shown} | {ratio} | {note} |")
+            ratio_before = f"{official_s / baseline_s:.2f}" if baseline_s else "-"
+        before = f"{baseline_s:.2f}" if baseline_s else "-"
+        note = next((t.note.removeprefix("execution").strip() for t in official if t.finished), "")
+        table_lines.append(
+            f"| {model} | {count} | {ours_s:.2f} | {before} | {shown} | {ratio} | {ratio_before} | {note} |"
+        )
     print("\n".join(table_lines))
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
@@ -260,7 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--predictions model_K.txt --preset spider --no-plots --out TMP` (EX, hardness, ODT analysis, summary,",
             "report); official: `python evaluation.py --gold G --pred P --db DATA/spider/database --etype exec`",
             f"under nltk and sqlparse ({', '.join(OFFICIAL_PINS)}) on the same 972 questions. Each a fresh",
-            "process, start to exit; medians of the repeats.",
+            "process, start to exit; medians of the repeats. *before*: the same `progress-sql eval` command with",
+            f"`--baseline-src` ({args.baseline_src}) first on PYTHONPATH, interleaved in the same run.",
+            "An official run stopped at the cap or the memory limit did not finish (its time is a lower bound)",
+            "and is not repeated; its per-example verdicts (../shared/data/predictions/spider-dev/official) mark",
+            "the questions it could not finish in 20 s.",
             "",
             *provenance(invocation, info),
             f"Load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import queue
 import threading
@@ -198,6 +199,9 @@ class ExecutionPool(Closing):
         context = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
             context.set_forkserver_preload(list(FORKSERVER_PRELOAD))  # takes effect when it first starts
+            # Start the server now (it returns at once): its imports overlap the caller's work until
+            # the first batch starts workers.
+            multiprocessing.forkserver.ensure_running()
         self._workers = [_Worker(context, memory_bytes, start_timeout_s) for _ in range(count)]
         self._margin = kill_margin_s
         # Idle workers: a thread holds one only while it has a job to run on it. Last in, first out,
