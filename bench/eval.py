@@ -293,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the questions it could not finish in 20 s.",
             "",
             *provenance(invocation, info),
+            "",
             f"Load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",
             "",
             *table_lines,
