@@ -1,136 +1,302 @@
-"""Wall time of a full Spider dev evaluation of one prediction file: EX, hardness, ODT analysis, report.
+"""Whole-process `progress-sql eval` against the official Spider evaluator, side by side in one run.
 
-Measures, on Spider dev (the 972 questions with a database) and one published system's predictions
-(``../shared/data/predictions/spider-dev/model_K.txt``), with the ``spider`` preset:
+For each published system K (``../shared/data/predictions/spider-dev/model_K.txt``, Spider dev, the
+972 questions with a database), R interleaved repeats of two fresh processes, timed from start to exit:
 
-* **command**: ``progress-sql eval ... --workers W`` as a user runs it (a fresh process: imports,
-  worker start-up, gold and predicted queries, hardness, ODT analysis, summary, report and plots);
-* in one process, after one warm-up of the workers: **EX only** (``_baseline.score``, the baseline: the
-  first eval command's work), **full** (``harness.evaluate``: EX plus hardness and ODT tags per
-  example), **metrics** (``summarize_eval``) and **plots** (three PNGs); the gold cache starts empty
-  in each timed pass.
+* **ours**: ``progress-sql eval --task spider-dev --data-dir DATA/spider --predictions model_K.txt
+  --preset spider --no-plots --out TMP`` (imports, workers, gold and predicted queries, EX, hardness,
+  the ODT analysis, summary and report);
+* **official**: taoyds/test-suite-sql-eval's ``python evaluation.py --gold G --pred P --db
+  DATA/spider/database --etype exec`` (its documented "with values" command: exec on the original
+  databases, DISTINCT stripped, no ``--plug_value``) on the same 972 questions (gold and prediction
+  lines of the questions whose database is present).
 
-    .venv/bin/python bench/eval.py [--model K] [--workers W] [--repeat R]
+The official evaluator is not vendored: ``--official-source`` is its repository (a checkout, or a bare
+git directory read with ``git archive``), extracted into a temporary folder; it runs under
+``--official-python`` (a Python with nltk and sqlparse), or in a venv this script makes once in
+``--official-venv`` with :data:`OFFICIAL_PINS` from PyPI. nltk's ``word_tokenize`` (used by
+``process_sql.py`` for hardness) needs nltk's Punkt data, which is a download from nltk's own server,
+not from PyPI; the script writes empty English Punkt parameters instead (no abbreviations known).
+That changes nothing here: ``process_sql`` replaces quoted values before tokenizing, so no
+``". "`` sentence boundary is left in Spider SQL, and the exec verdicts do not use it at all.
+
+The official evaluator has no working timeout (its ``asyncio.wait_for`` wraps a blocking
+``sqlite3`` call) and on some files keeps one query running for ever while its memory grows (killed at
+24 GB on this machine once). A run is therefore stopped after ``--official-cap-s`` seconds or above
+``--official-memory-gib`` of resident memory and recorded as not finished (a lower bound on its time);
+it is then not repeated for that file.
+
+    .venv/bin/python bench/eval.py --official-source PATH [--models 1 2 3 4 5] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from _baseline import score
 from _common import ROOT, add_output_options, command_line, machine, provenance, write_section
-from progress_sql.data.tasks import resolve_task
-from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.evaluation.metrics import summarize_eval
-from progress_sql.evaluation.predictions import load_predictions
-from progress_sql.evaluation.report import write_plots
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
-from progress_sql.execution.pool import ExecutionPool
 
 SECTION = "## Evaluation"
+#: What the official evaluator needs (its README: ``pip3 install sqlparse nltk``), pinned.
+OFFICIAL_PINS = ("nltk==3.10.4", "sqlparse==0.6.1")
+OFFICIAL_FILES = ("evaluation.py", "exec_eval.py", "parse.py", "process_sql.py")
+DEFAULT_OFFICIAL_VENV = Path.home() / ".cache" / "progress-sql" / "official-spider-eval-venv"
+PUNKT_FILES = ("abbrev_types.txt", "collocations.tab", "sent_starters.txt", "ortho_context.tab")
 
 
-def timed(run: object, repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """One fresh process: its wall time, whether it finished, and what it printed that we keep."""
+
+    seconds: float
+    finished: bool
+    note: str = ""
+
+
+def official_python(args: argparse.Namespace) -> Path:
+    """The interpreter that runs the official evaluator: given, or a venv made once with the pins."""
+    if args.official_python is not None:
+        return Path(args.official_python)
+    venv: Path = args.official_venv
+    python = venv / "bin" / "python"
+    marker = venv / ".complete"
+    if not marker.is_file() or marker.read_text() != "\n".join(OFFICIAL_PINS):
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *OFFICIAL_PINS], check=True)
+        marker.write_text("\n".join(OFFICIAL_PINS))
+    return python
+
+
+def extract_official(source: Path, into: Path) -> None:
+    """Copy the evaluator's files from a checkout, or from a bare git directory (its HEAD)."""
+    if (source / "evaluation.py").is_file():
+        for name in OFFICIAL_FILES:
+            shutil.copy2(source / name, into / name)
+        return
+    archive = into / "official.tar"
+    with archive.open("wb") as handle:
+        subprocess.run(["git", "--git-dir", str(source), "archive", "HEAD", *OFFICIAL_FILES], stdout=handle, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    archive.unlink()
+
+
+def write_official_inputs(spider: Path, predictions: Path, into: Path) -> tuple[Path, Path, int]:
+    """The official gold (``SQL<TAB>db_id``) and prediction files for the questions whose database is
+    present, in dev.json order; returns their paths and the count."""
+    examples = json.loads((spider / "dev.json").read_text(encoding="utf-8"))
+    predicted = predictions.read_text(encoding="utf-8").splitlines()
+    if len(predicted) != len(examples):
+        raise SystemExit(f"error: {predictions} has {len(predicted)} lines, dev.json {len(examples)} questions")
+    kept = [
+        (example, sql)
+        for example, sql in zip(examples, predicted, strict=True)
+        if (spider / "database" / example["db_id"] / f"{example['db_id']}.sqlite").is_file()
+    ]
+    gold, pred = into / "gold.txt", into / "pred.txt"
+    gold.write_text("".join(f"{e['query'].strip()}\t{e['db_id']}\n" for e, _ in kept), encoding="utf-8")
+    pred.write_text("".join(f"{sql.strip()}\n" for _, sql in kept), encoding="utf-8")
+    return gold, pred, len(kept)
+
+
+def resident_bytes(pid: int) -> int:
+    """The resident memory of ``pid`` (0 once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else 0
+
+
+def run_timed(
+    command: Sequence[str], *, cwd: Path, env: dict[str, str], cap_s: float = float("inf"), memory_bytes: int = 2**62
+) -> Timing:
+    """Run ``command`` to its end, or stop it (its whole process group) past ``cap_s`` seconds or
+    ``memory_bytes`` resident; stdout goes to a file so a chatty process never blocks on a pipe."""
+    with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        result = run()  # type: ignore[operator]
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        note = ""
+        while process.poll() is None:
+            elapsed = time.perf_counter() - start
+            if elapsed > cap_s:
+                note = f"stopped after {cap_s:g} s"
+            elif resident_bytes(process.pid) > memory_bytes:
+                note = f"stopped at {memory_bytes / 2**30:g} GiB resident after {elapsed:.0f} s"
+            if note:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return Timing(time.perf_counter() - start, finished=False, note=note)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.02)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if process.returncode != 0:
+        raise SystemExit(f"error: {command[0]} ... exited {process.returncode}:\n{text[-3000:]}")
+    return Timing(seconds, finished=True, note=_accuracy_line(text))
+
+
+def _accuracy_line(text: str) -> str:
+    """The official evaluator's ``execution`` row (easy .. all), or our EX line, for the record."""
+    for line in text.splitlines():
+        if line.startswith("execution ") or "execution_accuracy" in line:
+            return " ".join(line.split())
+    return ""
+
+
+def median_of(timings: Sequence[Timing]) -> float | None:
+    """The median wall time, or None when a run did not finish."""
+    if not timings or not all(t.finished for t in timings):
+        return None
+    return statistics.median(t.seconds for t in timings)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--model", type=int, default=1, help="which published system's predictions (1..5)")
-    parser.add_argument("--workers", type=int, default=2, help="execution worker processes")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per query")
-    parser.add_argument("--repeat", type=int, default=3, help="timed repeats (median)")
+    parser.add_argument("--models", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="published systems (1..5)")
+    parser.add_argument("--repeat", type=int, default=5, help="fresh processes of each (median)")
+    parser.add_argument(
+        "--progress-sql",
+        type=Path,
+        default=Path(sys.executable).parent / "progress-sql",
+        help="the console script to time (default: the one beside this Python)",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also time `progress-sql eval` with this src/ folder first on PYTHONPATH (a checkout before a change)",
+    )
+    parser.add_argument("--baseline-models", type=int, nargs="+", default=[1], help="the files --baseline-src runs on")
+    parser.add_argument("--official-source", type=Path, help="taoyds/test-suite-sql-eval: a checkout or a bare git dir")
+    parser.add_argument("--official-python", type=Path, help="a Python with nltk and sqlparse (else a venv is made)")
+    parser.add_argument("--official-venv", type=Path, default=DEFAULT_OFFICIAL_VENV, help="where that venv is made")
+    parser.add_argument("--official-cap-s", type=float, default=300.0, help="stop an official run after this")
+    parser.add_argument("--official-memory-gib", type=float, default=4.0, help="stop an official run above this RSS")
     add_output_options(parser)
     args = parser.parse_args(argv)
     spider = args.data_dir / "spider"
-    predictions_file = args.data_dir / "predictions" / "spider-dev" / f"model_{args.model}.txt"
-    if not (spider / "dev.json").is_file() or not predictions_file.is_file():
-        print(f"error: {spider}/dev.json or {predictions_file} not found (needs ../shared/data)", file=sys.stderr)
+    folder = args.data_dir / "predictions" / "spider-dev"
+    if not (spider / "dev.json").is_file() or not folder.is_dir():
+        print(f"error: {spider}/dev.json or {folder} not found (needs ../shared/data)", file=sys.stderr)
+        return 1
+    if args.official_source is None or not args.official_source.exists():
+        print("error: --official-source: a checkout (or bare git dir) of taoyds/test-suite-sql-eval", file=sys.stderr)
         return 1
     info = machine()
-    examples = resolve_task("spider-dev", spider)[1]
-    predictions = load_predictions(predictions_file, len(examples))
-    preset = get_preset("spider")
-    limits = ExecLimits(timeout_s=args.timeout)
+    python = official_python(args)
+    memory_bytes = int(args.official_memory_gib * 2**30)
 
-    command = [str(ROOT / ".venv" / "bin" / "progress-sql"), "eval", "--task", "spider-dev", "--data-dir",
-               str(spider), "--predictions", str(predictions_file), "--workers", str(args.workers),
-               "--timeout", str(args.timeout)]  # fmt: skip
-    command_times = []
-    with tempfile.TemporaryDirectory() as out:
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            subprocess.run([*command, "--out", out, "--json"], check=True, capture_output=True, cwd=ROOT)
-            command_times.append(time.perf_counter() - start)
-    command_s = statistics.median(command_times)
+    rows: list[tuple[int, list[Timing], list[Timing], list[Timing], int]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-eval-") as scratch_name:
+        scratch = Path(scratch_name)
+        official_dir = scratch / "official"
+        official_dir.mkdir()
+        extract_official(args.official_source, official_dir)
+        punkt = scratch / "nltk_data" / "tokenizers" / "punkt_tab" / "english"
+        punkt.mkdir(parents=True)
+        for name in PUNKT_FILES:
+            (punkt / name).touch()
+        official_env = {**os.environ, "NLTK_DATA": str(scratch / "nltk_data")}
+        official_env.pop("PYTHONPATH", None)
+        for model in args.models:
+            predictions = folder / f"model_{model}.txt"
+            inputs = scratch / f"model_{model}"
+            inputs.mkdir()
+            gold, pred, count = write_official_inputs(spider, predictions, inputs)
+            ours_command = [str(args.progress_sql), "eval", "--task", "spider-dev", "--data-dir", str(spider),
+                            "--predictions", str(predictions), "--preset", "spider", "--no-plots",
+                            "--out", str(inputs / "run")]  # fmt: skip
+            official_command = [str(python), "evaluation.py", "--gold", str(gold), "--pred", str(pred),
+                                "--db", str(spider / "database"), "--etype", "exec"]  # fmt: skip
+            baseline_env = None
+            if args.baseline_src is not None and model in args.baseline_models:
+                baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline_src)}
+            ours: list[Timing] = []
+            baseline: list[Timing] = []
+            official: list[Timing] = []
+            for repeat in range(args.repeat):  # interleaved: all see the same machine load
+                ours.append(run_timed(ours_command, cwd=ROOT, env=dict(os.environ)))
+                if baseline_env is not None:
+                    baseline.append(run_timed(ours_command, cwd=ROOT, env=baseline_env))
+                if not official or official[-1].finished:
+                    cap = args.official_cap_s
+                    official.append(
+                        run_timed(
+                            official_command, cwd=official_dir, env=official_env, cap_s=cap, memory_bytes=memory_bytes
+                        )
+                    )
+                before = f", before {baseline[-1].seconds:.2f} s" if baseline else ""
+                print(f"model {model} run {repeat + 1}: ours {ours[-1].seconds:.2f} s{before}, official "
+                      f"{official[-1].seconds:.2f} s {official[-1].note}", flush=True)  # fmt: skip
+            rows.append((model, ours, baseline, official, count))
 
-    with ExecutionPool(workers=args.workers) as pool, tempfile.TemporaryDirectory() as plots_dir:
-
-        def store() -> GoldStore:  # a fresh gold cache and store: every pass starts cold
-            return GoldStore(preset, pool=pool, limits=limits, cache=GoldCache())
-
-        score(examples, predictions, store())  # warm-up: start the workers
-        ex_s, _ = timed(lambda: score(examples, predictions, store()), args.repeat)
-        samples = [[Sample(sql)] for sql in predictions]
-        full_s, records = timed(lambda: evaluate(examples, samples, store()), args.repeat)
-        metrics_s, metrics = timed(lambda: summarize_eval(records), args.repeat)  # type: ignore[arg-type]
-        summary = {"settings": {"task": {"name": "spider-dev"}}, "metrics": metrics}
-        plots_s, _ = timed(lambda: write_plots(Path(plots_dir), summary, records), args.repeat)  # type: ignore[arg-type]
-    accuracy = metrics["execution_accuracy"]  # type: ignore[index]
-
-    rows = [
-        ("`progress-sql eval` (fresh process, report and plots)", command_s),
-        ("EX only: `_baseline.score` (baseline)", ex_s),
-        ("full: `harness.evaluate` (EX + hardness + ODT tags)", full_s),
-        ("metrics: `summarize_eval`", metrics_s),
-        ("plots: three PNGs", plots_s),
+    table_lines = [
+        f"| model | questions | ours: median s (of {args.repeat}) | before: median s | official: median s "
+        "| official / ours | official / before | official's `execution` row (easy medium hard extra all) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    table = Table(title=f"Spider dev, model_{args.model}, {args.workers} worker(s), median of {args.repeat}")
-    for column in ("what", "seconds", "x EX only"):
-        table.add_column(column, justify="left" if column == "what" else "right")
-    for name, seconds in rows:
-        table.add_row(name, f"{seconds:.2f}", f"{seconds / ex_s:.2f}")
-    console = Console(width=160)
-    console.print(table)
-    console.print(f"EX {100 * accuracy:.2f}% on {metrics['scored']} scored examples")  # type: ignore[index]
+    for model, ours, baseline, official, count in rows:
+        ours_s, baseline_s, official_s = median_of(ours), median_of(baseline), median_of(official)
+        assert ours_s is not None
+        last = official[-1]
+        if official_s is None:
+            shown = f"> {last.seconds:.1f} ({last.note}; 1 run)"
+            ratio = f"> {last.seconds / ours_s:.1f}"
+            ratio_before = f"> {last.seconds / baseline_s:.1f}" if baseline_s else "-"
+        else:
+            shown, ratio = f"{official_s:.2f}", f"{official_s / ours_s:.2f}"
+            ratio_before = f"{official_s / baseline_s:.2f}" if baseline_s else "-"
+        before = f"{baseline_s:.2f}" if baseline_s else "-"
+        note = next((t.note.removeprefix("execution").strip() for t in official if t.finished), "")
+        table_lines.append(
+            f"| {model} | {count} | {ours_s:.2f} | {before} | {shown} | {ratio} | {ratio_before} | {note} |"
+        )
+    print("\n".join(table_lines))
+    load = os.getloadavg()
+    print(f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
 
     if not args.no_doc:
         invocation = command_line("bench/eval.py", argv)
         lines = [
             SECTION,
             "",
-            f"A full evaluation of one prediction file on Spider dev (published system {args.model}, 1,034 questions,",
-            "972 with a database; `spider` preset): gold and predicted queries, EX, Spider hardness per example, the",
-            "ODT analysis, summary, report and plots. The gold cache starts empty in every pass.",
+            "Whole-process `progress-sql eval` against the official Spider evaluator (taoyds/test-suite-sql-eval),",
+            "side by side in one run, interleaved, on the five published systems' Spider dev predictions (972",
+            "questions with a database). Ours: `progress-sql eval --task spider-dev --data-dir DATA/spider",
+            "--predictions model_K.txt --preset spider --no-plots --out TMP` (EX, hardness, ODT analysis, summary,",
+            "report); official: `python evaluation.py --gold G --pred P --db DATA/spider/database --etype exec`",
+            f"under nltk and sqlparse ({', '.join(OFFICIAL_PINS)}) on the same 972 questions. Each a fresh",
+            "process, start to exit; medians of the repeats. *before*: the same `progress-sql eval` command with",
+            f"`--baseline-src` ({args.baseline_src}) first on PYTHONPATH, interleaved in the same run.",
+            "An official run stopped at the cap or the memory limit did not finish (its time is a lower bound)",
+            "and is not repeated; its per-example verdicts (../shared/data/predictions/spider-dev/official) mark",
+            "the questions it could not finish in 20 s.",
             "",
             *provenance(invocation, info),
             "",
-            f"| what ({args.workers} workers, {args.timeout:g} s per query, median of {args.repeat}) "
-            "| seconds | x EX only |",
-            "|---|---:|---:|",
-            *(f"| {name} | {seconds:.2f} | {seconds / ex_s:.2f} |" for name, seconds in rows),
+            f"Load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",
             "",
-            f"EX {100 * accuracy:.2f}% ({metrics['matched']} of {metrics['scored']}), as the official evaluator.  ",  # type: ignore[index]
-            "The fresh-process figure includes Python start-up, imports (sqlglot, matplotlib) and starting the",
-            "worker processes; the in-process rows start with warm workers.",
+            *table_lines,
             "",
         ]
         write_section(args.doc, SECTION, "\n".join(lines))

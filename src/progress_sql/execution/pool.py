@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import queue
 import threading
@@ -31,12 +32,21 @@ DEFAULT_WORKER_MEMORY = 2 * 2**30
 DEFAULT_KILL_MARGIN_S = 2.0
 #: Seconds a new worker may take to start and report ready (imports on a loaded machine are slow).
 DEFAULT_START_TIMEOUT_S = 60.0
+#: How worker processes start. A fork server (one process, started once per parent process) imports
+#: the main script and the worker module once (:data:`FORKSERVER_PRELOAD`); each worker is then a fork
+#: of it, ready in milliseconds. With ``spawn`` every worker is a fresh interpreter that re-imports
+#: the main script (for the console script: the CLI) and the worker module. Either way the parent,
+#: which runs threads, is never forked. ``spawn`` where fork servers do not exist.
+DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+#: What the fork server imports before it forks workers: the main script, as spawn would in each
+#: worker (so the ``__main__`` guard still matters, see :data:`GUARD_HINT`), and the worker's module.
+FORKSERVER_PRELOAD = ("__main__", "progress_sql.execution.worker")
 #: A worker that dies while running a query is replaced and the query rerun once: the first death may
 #: be the machine's (a kill from outside, an OOM killer aiming elsewhere); a second is the query's own.
 ATTEMPTS_PER_JOB = 2
 GUARD_HINT = (
-    "worker processes are spawned and re-import the main script, so a script that uses the execution "
-    'pool must run that code under `if __name__ == "__main__":`'
+    "worker processes (or the fork server they start from) re-import the main script, so a script that "
+    'uses the execution pool must run that code under `if __name__ == "__main__":`'
 )
 
 OnStart = Callable[[int, int], None]  # (job index, worker pid)
@@ -75,6 +85,11 @@ class _Worker:
         except OSError as error:  # no process slot or memory left on the machine
             parent.close()
             raise WorkerStartError(f"cannot start an execution worker: {error}") from error
+        except EOFError as error:  # the fork server ended: it failed to import the main script
+            parent.close()
+            raise WorkerStartError(
+                f"cannot start an execution worker: the fork server ended ({error}); the usual cause: {GUARD_HINT}"
+            ) from error
         finally:
             child.close()
         answered = ready = False
@@ -169,7 +184,7 @@ class ExecutionPool(Closing):
         *,
         memory_bytes: int | None = DEFAULT_WORKER_MEMORY,
         kill_margin_s: float = DEFAULT_KILL_MARGIN_S,
-        start_method: str = "spawn",
+        start_method: str = DEFAULT_START_METHOD,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
     ) -> None:
         if getattr(multiprocessing.current_process(), "_inheriting", False):
@@ -179,9 +194,14 @@ class ExecutionPool(Closing):
         count = workers if workers is not None else (os.cpu_count() or 1)
         if count < 1:
             raise ValueError(f"workers must be >= 1, got {count}")
-        # spawn, not fork: the parent runs threads (this pool, progress bars), and forking a
-        # multi-threaded process can deadlock the child.
+        # Never plain fork: the parent runs threads (this pool, progress bars), and forking a
+        # multi-threaded process can deadlock the child. The fork server is single-threaded.
         context = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":
+            context.set_forkserver_preload(list(FORKSERVER_PRELOAD))  # takes effect when it first starts
+            # Start the server now (it returns at once): its imports overlap the caller's work until
+            # the first batch starts workers.
+            multiprocessing.forkserver.ensure_running()
         self._workers = [_Worker(context, memory_bytes, start_timeout_s) for _ in range(count)]
         self._margin = kill_margin_s
         # Idle workers: a thread holds one only while it has a job to run on it. Last in, first out,
