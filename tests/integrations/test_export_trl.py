@@ -4,48 +4,16 @@ and the package's :class:`ExportedRowReward`) receive the exported columns."""
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from progress_sql.cli import app
 from progress_sql.env import EnvConfig
 from progress_sql.integrations.trl import ExportedRowReward
-from tests.conftest import build_database
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
-@pytest.fixture
-def chat_tokenizer(tiny_tokenizer: Any) -> Any:
-    """A copy of the session's tiny tokenizer with a ChatML template (the session's stays without)."""
-    tokenizer = copy.deepcopy(tiny_tokenizer)
-    tokenizer.chat_template = CHATML
-    return tokenizer
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("trl_export")
-    build_database("music.sql", folder / "database")
-    questions = Path(__file__).resolve().parents[1] / "fixtures" / "music_questions.json"
-    (folder / "questions.json").write_text(questions.read_text(encoding="utf-8"), encoding="utf-8")
-    out = folder / "train.jsonl"
-    result = CliRunner().invoke(
-        app,
-        ["export", "--format", "trl", "--task", str(folder / "questions.json"), "--data-dir", str(folder),
-         "--out", str(out), "--schema-profile", "compact"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    return out
 
 
 def test_rows_are_conversational_for_trl(exported: Path, chat_tokenizer: Any) -> None:

@@ -3,16 +3,11 @@ that fail or time out: scored 0 and marked, never raised out of ``GRPOTrainer``.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-from typer.testing import CliRunner
-
-from progress_sql.cli import app
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
@@ -27,14 +22,9 @@ from progress_sql.integrations.trl import (
 )
 from progress_sql.prompts import ChatTemplateFormat, CompactFormat
 from progress_sql.types import Example
-from tests.conftest import build_database
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 FORMAT = CompactFormat()
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 FAILING_GOLD = "SELECT nope FROM nowhere"
 #: Counts forever: only the time limit stops it.
 #: Seconds per query: the endless gold runs this long once per test; a sound one needs far less.
@@ -82,22 +72,6 @@ def test_failing_and_endless_golds_score_zero_and_are_marked(
     assert out["env_mask"][1:] == [[1] * len(answer)] * 2
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("trl_rows")
-    build_database("music.sql", folder / "database")
-    questions = Path(__file__).resolve().parents[1] / "fixtures" / "music_questions.json"
-    (folder / "questions.json").write_text(questions.read_text(encoding="utf-8"), encoding="utf-8")
-    out = folder / "train.jsonl"
-    result = CliRunner().invoke(
-        app,
-        ["export", "--format", "trl", "--task", str(folder / "questions.json"), "--data-dir", str(folder),
-         "--out", str(out), "--schema-profile", "compact"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    return out
-
-
 class Recording:
     """Wraps the rollout function and keeps each call's rows and output."""
 
@@ -111,15 +85,14 @@ class Recording:
         return output
 
 
-def test_a_grpo_step_from_exported_rows(exported: Path, tiny_tokenizer: Any, tmp_path: Path) -> None:
+def test_a_grpo_step_from_exported_rows(exported: Path, chat_tokenizer: Any, tmp_path: Path) -> None:
     """Rows as ``datasets`` loads the exported file, two of them with a gold that fails or never ends:
     the trainer steps, each prompt's episode is about its own row, the bad rows score 0 and are marked."""
     import torch
     import transformers
     from datasets import load_dataset
 
-    tokenizer = copy.deepcopy(tiny_tokenizer)
-    tokenizer.chat_template = CHATML
+    tokenizer = chat_tokenizer
     rows = load_dataset("json", data_files=str(exported))["train"].select(range(3))
     broken = {1: FAILING_GOLD, 2: ENDLESS_GOLD}
     rows = rows.map(lambda row, i: {"gold_sql": broken.get(i, row["gold_sql"])}, with_indices=True)
