@@ -38,6 +38,9 @@ class Task:
     breakdown: Breakdown = "hardness"
     suite: str | None = None
     version: str = "1"
+    #: Held out for evaluation: the leakage guard (``progress_sql.data.leakage``) refuses training
+    #: rows on this task's databases or schemas.
+    evaluation: bool = False
 
     def load(self, data_dir: str | Path) -> list[Example]:
         root = Path(data_dir)
@@ -49,13 +52,14 @@ class Task:
 TASKS: dict[str, Task] = {
     task.name: task
     for task in (
-        Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)"),
+        Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)", evaluation=True),
         Task(
             "spider-test",
             "test.json",
             "test_database",
             load_spider,
             "Spider 1.0 test (2147 questions), the release's test.json and test_database/",
+            evaluation=True,
         ),
         Task(
             "bird-dev",
@@ -65,6 +69,7 @@ TASKS: dict[str, Task] = {
             "BIRD dev (1534 questions); runs on the databases present",
             preset="bird",
             breakdown="difficulty",
+            evaluation=True,
         ),
         Task(
             "spider-dk",
@@ -72,6 +77,7 @@ TASKS: dict[str, Task] = {
             "database",
             load_spider,
             "Spider-DK (535 questions needing domain knowledge), file beside Spider's dev.json",
+            evaluation=True,
         ),
         Task(
             "spider-syn",
@@ -79,6 +85,7 @@ TASKS: dict[str, Task] = {
             "database",
             load_spider_syn,
             "Spider-Syn dev (1034 questions with synonyms, SpiderSynQuestion), in Spider's folder",
+            evaluation=True,
         ),
         Task(
             "spider-realistic",
@@ -86,6 +93,7 @@ TASKS: dict[str, Task] = {
             "database",
             load_spider,
             "Spider-Realistic (508 questions without explicit column names), file beside Spider's dev.json",
+            evaluation=True,
         ),
         # Training splits (export and train): the paper's RL data mixes BIRD train, Spider train and SynSQL.
         Task("spider-train", "train_spider.json", "database", load_spider, "Spider 1.0 train (7000 questions)"),
