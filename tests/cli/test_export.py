@@ -178,9 +178,18 @@ def test_paper_style_mixture_on_shared_data(shared_data: Path, tmp_path: Path) -
     }  # fmt: skip
     (tmp_path / "mix.json").write_text(json.dumps(spec))
     out = tmp_path / "train.parquet"
-    result = export("--format", "verl", "--mix", str(tmp_path / "mix.json"), "--out", str(out))
+    refused = export("--format", "verl", "--mix", str(tmp_path / "mix.json"), "--out", str(out))
+    assert refused.exit_code == 2
+    assert "superhero (20 examples of superhero) is a database of bird-dev" in " ".join(refused.stderr.split())
+    assert not out.exists()
+    # superhero is BIRD dev's: only an explicit option lets it in, and the manifest says so
+    result = export("--format", "verl", "--mix", str(tmp_path / "mix.json"), "--out", str(out), "--allow-eval-overlap")
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "train.manifest.json").read_text())
+    leakage = manifest["source"]["leakage"]
+    assert (leakage["decision"], leakage["allow_eval_overlap"]) == ("allowed", True)
+    assert [(o["db_id"], o["task"], o["by"]) for o in leakage["overlaps"]] == [("superhero", "bird-dev", "database")]
+    assert manifest["settings"]["allow_eval_overlap"] is True
     # rl-default drops the golds that fail, return nothing or depend on row order (written beside)
     dropped = (tmp_path / "train.dropped.jsonl").read_text().splitlines() if manifest["dropped"] else []
     assert manifest["dropped"] == len(dropped)
@@ -192,3 +201,32 @@ def test_paper_style_mixture_on_shared_data(shared_data: Path, tmp_path: Path) -
     superhero = [r for r in rows if r["data_source"] == "superhero"]
     assert all("Evidence:" in r["prompt"][1]["content"] or not r["extra_info"]["evidence"] for r in superhero)
     assert all("CREATE TABLE" in r["prompt"][1]["content"] for r in superhero)
+
+
+def test_a_spider_dev_database_is_refused_by_name_and_a_copy_by_its_schema(shared_data: Path, tmp_path: Path) -> None:
+    """Spider train is clean; a questions file on Spider dev's concert_singer is refused, and so is a
+    copy of that database under another name (same tables and columns: the schema fingerprint)."""
+    spider = shared_data / "spider"
+    clean = export("--format", "trl", "--task", "spider-train", "--data-dir", str(spider), "--questions",
+                   "train_spider.min.json", "--filter", "none", "--out", str(tmp_path / "train.jsonl"))  # fmt: skip
+    assert clean.exit_code == 0, clean.output
+    leakage = json.loads((tmp_path / "train.manifest.json").read_text())["source"]["leakage"]
+    assert (leakage["decision"], leakage["evaluation_databases"]) == ("clean", 20)
+    assert any(f.startswith("spider-dev: ") for f in leakage["evaluation_files"])
+
+    folder = tmp_path / "mine"
+    copy = folder / "database" / "my_concerts" / "my_concerts.sqlite"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes((spider / "database" / "concert_singer" / "concert_singer.sqlite").read_bytes())
+    (folder / "database" / "concert_singer").mkdir()
+    (folder / "database" / "concert_singer" / "concert_singer.sqlite").write_bytes(copy.read_bytes())
+    questions = [{"db_id": db, "question": "How many singers?", "query": "SELECT count(*) FROM singer"}
+                 for db in ("concert_singer", "my_concerts")]  # fmt: skip
+    (folder / "questions.json").write_text(json.dumps(questions))
+    refused = export("--format", "trl", "--task", str(folder / "questions.json"), "--filter", "none",
+                     "--out", str(tmp_path / "leak.jsonl"), "--eval-data-dir", str(spider))  # fmt: skip
+    assert refused.exit_code == 2
+    message = " ".join(refused.stderr.split())
+    assert "concert_singer (1 examples of questions) is a database of spider-dev" in message
+    assert "my_concerts (1 examples of questions) has the schema of concert_singer, a database of spider-dev" in message
+    assert "--allow-eval-overlap" in message

@@ -151,3 +151,13 @@ def test_spider_train_and_bird_superhero(shared_data: Path) -> None:
     assert {e.db_id for e in superhero} == {"superhero"}
     assert all(Path(e.db_path).is_file() for e in superhero)
     assert mix == sample_mixture(load_sources(spec), total=300, seed=11)
+
+
+def test_count_all_takes_every_example_after_duplicates() -> None:
+    repeated = examples("s", 10, repeat_every=2)
+    spec = parse_mixture_spec({"sources": [{"task": "spider-dev", "count": "all"}]})
+    assert (spec.sources[0].everything, spec.sources[0].count) == (True, None)
+    mix = sample_mixture([MixtureSource("s", repeated, everything=True), MixtureSource("b", examples("b", 5), count=2)])
+    assert mix.counts == {"s": 6, "b": 2}
+    with pytest.raises(ConfigError, match="exactly one of count or weight"):
+        MixtureSource("x", repeated, count=3, everything=True)

@@ -172,3 +172,32 @@ def out_dir_option(default: Path | None = None, *, also: str = "") -> Any:
         "--out",
         help=f"Run folder: summary.json, samples.jsonl, report.md{extra}.",
     )
+
+
+# ---- data hygiene (docs/export.md#the-leakage-guard, docs/training.md#a-clean-rl-set) ------------
+
+
+def suite_option() -> Any:
+    """``--suite DIR``: judge with a test suite (``progress-sql build-suite``)."""
+    return typer.Option(
+        None,
+        "--suite",
+        help="Test-suite folder (progress-sql build-suite): a match must also match on every suite database.",
+    )
+
+
+def allow_eval_overlap_option() -> Any:
+    return typer.Option(
+        False,
+        "--allow-eval-overlap",
+        help="Train on databases or schemas of registered evaluation tasks anyway (the manifest records it).",
+    )
+
+
+def eval_data_dir_option() -> Any:
+    return typer.Option(
+        [],
+        "--eval-data-dir",
+        help="Another folder holding evaluation tasks' files for the leakage guard (repeatable; the "
+        "training data's own folders are always read).",
+    )

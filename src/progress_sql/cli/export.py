@@ -64,31 +64,44 @@ def _example_records(
 
 
 def _collect(
-    task: str | None, data_dir: Path | None, questions: str | None, mix: Path | None
+    task: str | None,
+    data_dir: Path | None,
+    questions: str | None,
+    mix: Path | None,
+    *,
+    allow_eval_overlap: bool = False,
+    eval_data_dirs: Sequence[Path] = (),
 ) -> tuple[list[tuple[str, Example]], dict[str, Any]]:
-    """``(source, example)`` pairs of one task or of a sampled mixture, and how they were chosen."""
+    """``(source, example)`` pairs of one task or of a sampled mixture, and how they were chosen,
+    through the leakage guard (its decision under ``leakage``)."""
     if (task is None) == (mix is None):
         raise ConfigError("give exactly one of --task or --mix")
     if mix is not None:
-        from progress_sql.data.mixture import load_sources, read_mixture_spec, sample_mixture
+        from progress_sql.data.mixture import draw_mixture, read_mixture_spec
 
         spec = read_mixture_spec(mix)
-        mixture = sample_mixture(load_sources(spec), total=spec.total, seed=spec.seed)
+        mixture, decision = draw_mixture(spec, allow_eval_overlap=allow_eval_overlap, eval_data_dirs=eval_data_dirs)
         origin: dict[str, Any] = {
             "mixture": str(mix),
             "spec": asdict(spec),
             "drawn": mixture.counts,
             "available": mixture.available,
             "duplicates_removed": mixture.duplicates,
+            "leakage": decision.to_dict(),
         }
         return [(d.source, d.example) for d in mixture.items], origin
+    from progress_sql.data.leakage import check_leakage
     from progress_sql.data.tasks import resolve_task
 
     assert task is not None
     spec_task, examples = resolve_task(task, data_dir, questions=questions)
     name = Path(task).stem if spec_task.name == "spider-format" else spec_task.name  # as in a mixture spec
-    origin = {"task": task, "data_dir": str(data_dir) if data_dir else None, "questions": questions}
-    return [(name, example) for example in examples], origin
+    drawn = [(name, example) for example in examples]
+    folders = [data_dir] if data_dir is not None else [Path(task).parent] if spec_task.name == "spider-format" else []
+    decision = check_leakage(drawn, allow=allow_eval_overlap, eval_data_dirs=eval_data_dirs, extra_folders=folders)
+    origin = {"task": task, "data_dir": str(data_dir) if data_dir else None, "questions": questions,
+              "leakage": decision.to_dict()}  # fmt: skip
+    return drawn, origin
 
 
 def export_command(
@@ -107,6 +120,9 @@ def export_command(
         "rl-default", "--filter", help=f"Gold-audit data filter: {', '.join(FILTER_SETS)} (docs/audit.md)."
     ),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    suite: Path | None = common.suite_option(),
+    allow_eval_overlap: bool = common.allow_eval_overlap_option(),
+    eval_data_dir: list[Path] = common.eval_data_dir_option(),
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("export"),
     report_dir: Path | None = typer.Option(
@@ -123,7 +139,11 @@ def export_command(
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}")
     maps = [parse_path_map(text) for text in path_map]
-    drawn, origin = _collect(task, data_dir, questions, mix)
+    if suite is not None and not suite.is_dir():
+        raise ConfigError(f"--suite: test-suite folder not found: {suite} (build one with progress-sql build-suite)")
+    drawn, origin = _collect(
+        task, data_dir, questions, mix, allow_eval_overlap=allow_eval_overlap, eval_data_dirs=eval_data_dir
+    )
     present = [example for _, example in drawn if Path(example.db_path).is_file()]
     kept, dropped = _apply_filter(present, filter_name, dropped_path(out), workers=processes, timeout_s=timeout)
     keep = set(kept)
@@ -131,8 +151,15 @@ def export_command(
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
     with progress_bar("export", console=common.stderr) as bar:
         job = bar.add_task("rows", total=len(drawn))
-        items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
-    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps]}
+        items = export_items(
+            drawn,
+            schema_profile=schema_profile,
+            path_maps=maps,
+            suite=None if suite is None else str(suite),
+            on_item=lambda: bar.advance(job),
+        )
+    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
+                "suite": items[0].suite if items else None, "allow_eval_overlap": allow_eval_overlap}  # fmt: skip
     summary = write_export(items, fmt, out, filter_name=filter_name, dropped=len(dropped), settings=settings)
     manifest = {
         "command": "export",

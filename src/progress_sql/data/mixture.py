@@ -19,23 +19,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from progress_sql.data.leakage import LeakageDecision, check_leakage
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.types import Example
 
 
 @dataclass(frozen=True, slots=True)
 class MixtureSource:
-    """One dataset of a mixture: exactly one of ``count`` (examples drawn) or ``weight`` (share of
-    what ``total`` leaves after the counts)."""
+    """One dataset of a mixture: exactly one of ``count`` (examples drawn), ``weight`` (share of
+    what ``total`` leaves after the counts) or ``everything`` (every example, after duplicates: the
+    spec's ``"count": "all"``)."""
 
     name: str
     examples: tuple[Example, ...]
     count: int | None = None
     weight: float | None = None
+    everything: bool = False
 
     def __post_init__(self) -> None:
-        if (self.count is None) == (self.weight is None):
-            raise ConfigError(f"mixture source {self.name}: give exactly one of count or weight")
+        if (self.count is not None) + (self.weight is not None) + self.everything != 1:
+            raise ConfigError(f'mixture source {self.name}: give exactly one of count or weight (or "count": "all")')
         if self.count is not None and self.count < 0:
             raise ConfigError(f"mixture source {self.name}: count must be >= 0, got {self.count}")
         if self.weight is not None and not self.weight > 0:
@@ -100,6 +103,7 @@ def sample_mixture(sources: Sequence[MixtureSource], *, total: int | None = None
         unique[source.name] = kept
         duplicates[source.name] = len(source.examples) - len(kept)
     counts = {s.name: s.count for s in sources if s.count is not None}
+    counts.update({s.name: len(unique[s.name]) for s in sources if s.everything})
     weighted = {s.name: s.weight for s in sources if s.weight is not None}
     if weighted:
         if total is None:
@@ -144,6 +148,7 @@ class SourceSpec:
     db_ids: tuple[str, ...] = ()
     count: int | None = None
     weight: float | None = None
+    everything: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +186,8 @@ def parse_mixture_spec(data: Any, base_dir: str | Path = ".") -> MixtureSpec:
                 data_dir=str(Path(base_dir) / data_dir) if isinstance(data_dir, str) else None,
                 questions=item.get("questions"),
                 db_ids=tuple(db_ids),
-                count=_number(item, "count", int, number),
+                count=None if item.get("count") == "all" else _number(item, "count", int, number),
+                everything=item.get("count") == "all",
                 weight=_number(item, "weight", float, number),
             )
         )
@@ -220,5 +226,21 @@ def load_sources(spec: MixtureSpec) -> list[MixtureSource]:
             examples = [e for e in examples if e.db_id in source.db_ids]
             if not examples:
                 raise DatasetError(f"mixture source {source.name}: no example on {', '.join(source.db_ids)}")
-        sources.append(MixtureSource(source.name, tuple(examples), source.count, source.weight))
+        sources.append(MixtureSource(source.name, tuple(examples), source.count, source.weight, source.everything))
     return sources
+
+
+def draw_mixture(
+    spec: MixtureSpec, *, allow_eval_overlap: bool = False, eval_data_dirs: Sequence[str | Path] = ()
+) -> tuple[Mixture, LeakageDecision]:
+    """The mixture a spec describes, through the leakage guard: a drawn example on a database or
+    schema of a registered evaluation task is a ConfigError naming both, unless ``allow_eval_overlap``
+    (the decision is returned for the manifest). The sampler for training data: ``export``, ``train``."""
+    mixture = sample_mixture(load_sources(spec), total=spec.total, seed=spec.seed)
+    decision = check_leakage(
+        [(d.source, d.example) for d in mixture.items],
+        allow=allow_eval_overlap,
+        eval_data_dirs=eval_data_dirs,
+        extra_folders=[s.data_dir for s in spec.sources if s.data_dir is not None],
+    )
+    return mixture, decision

@@ -53,13 +53,18 @@ def export_items(
     schema_profile: SchemaProfile = "full",
     db_engine: str = OdtConfig().db_engine,
     path_maps: Sequence[tuple[str, str]] = (),
+    suite: str | None = None,
     on_item: Callable[[], None] | None = None,
 ) -> list[ExportItem]:
     """``(source name, example)`` pairs -> items with their opening messages (schema read once per
-    database); ``path_maps`` move the written database paths (:func:`relocate`)."""
+    database); ``path_maps`` move the written database paths and the ``suite`` folder (:func:`relocate`)
+    every row carries."""
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     details: dict[str, str] = {}
+    if suite is not None and not Path(suite).is_dir():
+        raise ConfigError(f"test-suite folder not found: {suite} (build one with progress-sql build-suite)")
+    row_suite = None if suite is None else relocate(str(Path(suite).absolute()), path_maps)
     items = []
     for source, example in drawn:
         example = replace(example, db_path=str(Path(example.db_path).absolute()))  # trainers run elsewhere
@@ -69,7 +74,7 @@ def export_items(
         schema = details[example.db_path] if verified else ""
         messages = opening_messages(example, schema, db_engine=db_engine)
         example = replace(example, db_path=relocate(example.db_path, path_maps))
-        items.append(ExportItem(example, source, tuple(messages), verified))
+        items.append(ExportItem(example, source, tuple(messages), verified, row_suite))
         if on_item is not None:
             on_item()
     return items

@@ -34,6 +34,9 @@ class ExportItem:
     source: str
     messages: tuple[Message, ...]
     verified: bool
+    #: The test-suite folder (``progress-sql build-suite``) the trainer judges this row with: a match
+    #: then means the gold's result on every suite database too. None: the original database alone.
+    suite: str | None = None
 
 
 #: The field of :func:`example_fields` holding the gold SQL; verl rows keep it in
@@ -85,7 +88,24 @@ def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
     """The ``extra_info`` shared by every format (see the module docstring)."""
     fields = example_fields(item.example)
     del fields[GOLD_FIELD]  # each format writes the gold in its own ground-truth field
-    return {"index": index, **fields, "verified": item.verified}
+    suite = {} if item.suite is None else {SUITE_FIELD: item.suite}
+    return {"index": index, **fields, "verified": item.verified, **suite}
+
+
+#: The row field naming the row's test-suite folder (only in rows exported with ``--suite``).
+SUITE_FIELD = "suite"
+
+
+def row_suite(row: Mapping[str, Any]) -> str | None:
+    """The test-suite folder a row carries (a TRL row's column, or ``extra_info.suite`` of a verl or
+    SkyRL row and of the kwargs or extras the trainers make of them); None without one.
+
+    >>> row_suite({"extra_info": {"suite": "/suites/spider"}}), row_suite({"suite": None})
+    ('/suites/spider', None)
+    """
+    info = row.get("extra_info")
+    value = row.get(SUITE_FIELD) or (info.get(SUITE_FIELD) if isinstance(info, Mapping) else None)
+    return str(value) if value else None
 
 
 def _messages(item: ExportItem) -> list[dict[str, str]]:
