@@ -38,6 +38,7 @@ def rollout_command(
     feedback: str = typer.Option("tags", "--feedback", help=f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
     reward: str = typer.Option("progressive", "--reward", help="Reward name (see the reward registry)."),
     schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    suite: Path | None = common.suite_option(),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per turn."),
     seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
@@ -59,6 +60,7 @@ def rollout_command(
         reward=reward,
         schema_profile=schema_profile,  # type: ignore[arg-type]
         timeout_s=timeout,
+        suite=None if suite is None else str(suite),
     )
     generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
     generator = make_backend(
@@ -93,6 +95,7 @@ def rollout_command(
         "preset": preset,
         "feedback": feedback,
         "schema_profile": schema_profile,
+        "suite": str(suite) if suite else None,
         "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
         "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         "timeout_s": timeout,

@@ -19,12 +19,15 @@ from progress_sql.cli._common import (
     ALGORITHMS,
     add_command,
     algorithm_option,
+    allow_eval_overlap_option,
     data_dir_option,
+    eval_data_dir_option,
     fail,
     json_option,
     out_dir_option,
     stderr,
     stdout,
+    suite_option,
     task_option,
     warn,
 )
@@ -134,6 +137,9 @@ def train_command(
         "--filter",
         help="Gold-audit filter for --task training data: none, rl-default or strict (dropped.jsonl in --out).",
     ),
+    suite: Path | None = suite_option(),
+    allow_eval_overlap: bool = allow_eval_overlap_option(),
+    eval_data_dir: list[Path] = eval_data_dir_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the data split, the warm start and RL."),
     threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
     vllm: str | None = typer.Option(
@@ -159,13 +165,14 @@ def train_command(
         per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
         max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
         save_total_limit=save_total_limit, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
-        vllm_gpu_memory=vllm_gpu_memory,
+        vllm_gpu_memory=vllm_gpu_memory, env={"suite": str(suite)} if suite is not None else None,
         lora=LoraSettings(r=lora_r, alpha=lora_alpha, target_modules=_split(lora_targets)) if lora else None,
     )  # fmt: skip
     embedded = model in EMBEDDED_SIZES
     config = TrainConfig(
         out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
-        threads=threads, data_filter=data_filter,
+        threads=threads, data_filter=data_filter, allow_eval_overlap=allow_eval_overlap,
+        eval_data_dirs=tuple(str(d) for d in eval_data_dir),
         rl_prompts=rl_prompts if rl_prompts is not None else (TrainConfig().rl_prompts if embedded else None),
     )  # fmt: skip
     if not config.embedded and task is None:
@@ -199,9 +206,10 @@ def train_command(
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
-        "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory,
+        "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory, "suite": str(suite) if suite else None,
+        "allow_eval_overlap": allow_eval_overlap,
     }  # fmt: skip
-    run = RunSummary("train", settings, summary(result))
+    run = RunSummary("train", settings, summary(result) | ({"leakage": result.leakage} if result.leakage else {}))
     # write_report wrote summary.json without the command's settings and versions: the run folder's replaces it
     folder = RunFolder(out)
     folder.write_summary(run)

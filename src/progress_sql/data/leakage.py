@@ -5,9 +5,9 @@ call :func:`check_leakage`; what it reads and what the manifest records: docs/ex
 
 Which databases are evaluation databases comes from the task registry (``Task.evaluation`` in
 :mod:`progress_sql.data.tasks`), not from a list written here: each evaluation task's questions
-file is read wherever it is found beside its databases folder, in the training data's own folders (Spider train's folder holds
-Spider dev's ``dev.json``; a database ``<root>/<db_root>/<db>/<db>.sqlite`` names ``<root>``) and in
-any further folders given (``--eval-data-dir``). :func:`find_overlaps` is pure.
+file is read wherever it is found beside its databases folder: in the training data's own folders
+(Spider train's folder holds Spider dev's ``dev.json``; a database ``<root>/<db_root>/<db>/<db>.sqlite``
+names ``<root>``) and in any further folders given (``--eval-data-dir``). :func:`find_overlaps` is pure.
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.prompts import Message
 from progress_sql.registry import lookup
@@ -106,6 +107,17 @@ def row_suite(row: Mapping[str, Any]) -> str | None:
     info = row.get("extra_info")
     value = row.get(SUITE_FIELD) or (info.get(SUITE_FIELD) if isinstance(info, Mapping) else None)
     return str(value) if value else None
+
+
+def row_env_config(config: EnvConfig, row: Mapping[str, Any]) -> EnvConfig:
+    """The config one row's episode runs with: the row's test suite (:func:`row_suite`) when the
+    trainer's settings name none (settings win: they are the run's explicit choice).
+
+    >>> row_env_config(EnvConfig(), {}) == EnvConfig()
+    True
+    """
+    suite = row_suite(row)
+    return config if suite is None or config.suite is not None else replace(config, suite=suite)
 
 
 def _messages(item: ExportItem) -> list[dict[str, str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import SKYRL_ENV_CLASS, skyrl_example
+from progress_sql.export.formats import SKYRL_ENV_CLASS, row_env_config, skyrl_example
 from progress_sql.rewards.registry import RewardContext, get_reward
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
@@ -147,7 +147,9 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         extras = extras or {}
-        self.settings = settings(env_config, extras, defaults)
+        given = settings(env_config, extras, defaults)
+        # a row exported with --suite carries its test suite; the settings' own suite wins
+        self.settings = replace(given, config=row_env_config(given.config, extras))
         self.config, self.step_rewards = self.settings.config, self.settings.step_rewards
         self.example = skyrl_example(extras)
         if not Path(self.example.db_path).is_file():

@@ -15,7 +15,7 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import example_fields, trl_example
+from progress_sql.export.formats import SUITE_FIELD, example_fields, row_env_config, trl_example
 from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.registry import RewardContext, get_reward
@@ -272,7 +272,8 @@ class TrlRollout:
             prompt if isinstance(prompt, str) else self.format.first_prompt(list(prompt), e.db_id, e.question)
             for prompt, e in zip(prompts, examples, strict=True)
         ]
-        return self.episodes(texts, examples, trainer)
+        configs = [row_env_config(self.env_config, row) for row in rows]  # rows exported with --suite carry one
+        return self.episodes(texts, examples, trainer, configs=configs)
 
     def _example(self, row: Mapping[str, Any]) -> Example:
         if row.get(EXAMPLE_ID) is None:
@@ -284,14 +285,23 @@ class TrlRollout:
             )
         return self.examples[index]
 
-    def episodes(self, prompts: Sequence[str], examples: Sequence[Example], trainer: Any) -> dict[str, Any]:
-        """One episode per prompt text, about the example at the same position. An episode whose gold
+    def episodes(
+        self,
+        prompts: Sequence[str],
+        examples: Sequence[Example],
+        trainer: Any,
+        *,
+        configs: Sequence[EnvConfig] | None = None,
+    ) -> dict[str, Any]:
+        """One episode per prompt text, about the example at the same position (with the config at
+        that position of ``configs``: a row's test suite; else :attr:`env_config`). An episode whose gold
         query fails or times out (or whose database is missing) gets one model turn, no feedback, every
         reward component 0 and its ``gold_error`` (a row the environment cannot score is data, not a
         reason to end the run)."""
         if self.pool is None:
             self.pool = ExecutionPool(workers=1)
-        envs = [_make_env(self.env_config, self.pool, self.cache) for _ in prompts]
+        chosen = configs if configs is not None else [self.env_config] * len(prompts)
+        envs = [_make_env(config, self.pool, self.cache) for config in chosen]
         gold_errors = [""] * len(prompts)
         for position, (env, example) in enumerate(zip(envs, examples, strict=True)):
             try:
@@ -509,7 +519,7 @@ def _lora_config(lora: Mapping[str, Any]) -> Any:
 
 
 #: The columns of an exported TRL row that describe its example.
-_EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "index"})
+_EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "index", SUITE_FIELD})
 
 
 class ExportedRowReward:
@@ -530,8 +540,9 @@ class ExportedRowReward:
         named = {key: values for key, values in columns.items() if key in _EXAMPLE_COLUMNS}
         rewards = []
         for position, completion in enumerate(completions):
-            example = trl_example({key: values[position] for key, values in named.items()})
-            env = _make_env(self.config, self.pool, self.cache)
+            row = {key: values[position] for key, values in named.items()}
+            example = trl_example(row)
+            env = _make_env(row_env_config(self.config, row), self.pool, self.cache)
             try:
                 env.reset(example)
             except (GoldQueryError, DatasetError):  # nothing to compare with: no signal from this row

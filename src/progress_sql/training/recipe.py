@@ -97,6 +97,11 @@ class TrainConfig:
     #: Gold-audit filter set applied to a --task dataset's training examples (the embedded default's
     #: template golds are generated, so it does not apply there); see progress_sql.audit.filters.
     data_filter: str = "rl-default"
+    #: Train on databases or schemas of registered evaluation tasks anyway (the leakage guard,
+    #: progress_sql.data.leakage, refuses them otherwise); a --task run only.
+    allow_eval_overlap: bool = False
+    #: Further folders where the leakage guard looks for evaluation tasks' files.
+    eval_data_dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from progress_sql.audit.filters import FILTER_SETS
@@ -139,6 +144,8 @@ class RunResult:
     compare_after: dict[str, Accuracy] = field(default_factory=dict)
     guard: str = ""
     seconds: float = 0.0
+    #: The leakage guard's decision on a --task run's data (``LeakageDecision.to_dict``).
+    leakage: dict[str, Any] = field(default_factory=dict)
 
 
 def configure_threads(threads: int) -> None:
@@ -413,9 +420,17 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
 
     configure_threads(config.threads)
     started = time.perf_counter()
+    from progress_sql.data.leakage import check_leakage
+
     examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
+    decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
+        [(task, e) for e in examples],
+        allow=config.allow_eval_overlap,
+        eval_data_dirs=config.eval_data_dirs,
+        extra_folders=[data_dir] if data_dir is not None else [],
+    )
     held_out = {"heldout": examples[::10]}
     out = config.out
     write_config(config, out)
@@ -444,7 +459,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         "dropped_by_filter": len(candidates) - len(train),
         "heldout": len(held_out["heldout"]),
     }
-    result = RunResult(config, data_sizes=sizes)
+    result = RunResult(config, data_sizes=sizes, leakage=decision.to_dict())
     # one example per prompt text, as in rl_prompts
     prompts = list(
         {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items()

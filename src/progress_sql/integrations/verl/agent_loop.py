@@ -24,7 +24,7 @@ from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import verl_example
+from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, STOP_KEY, TURNS_KEY, StopReason
 from progress_sql.rewards.registry import RewardContext, get_reward
 
@@ -111,12 +111,10 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         self.resources = env_resources(execution_workers, env_threads)
         self.response_length = int(self.rollout_config.response_length)
 
-    def _env(self) -> SQLRefineEnv:
+    def _env(self, config: EnvConfig) -> SQLRefineEnv:
         """The only place the loop builds an environment: on the process's one gold store for this
         config over the shared pool and cache, so each example's gold is prepared once per process."""
-        return SQLRefineEnv(
-            self.env_config, store=shared_store(self.env_config, pool=self.resources.pool, cache=self.resources.cache)
-        )
+        return SQLRefineEnv(config, store=shared_store(config, pool=self.resources.pool, cache=self.resources.cache))
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         result: T = await self.loop.run_in_executor(self.resources.threads, fn, *args)
@@ -134,7 +132,7 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages: list[dict[str, Any]] = [dict(m) for m in kwargs["raw_prompt"]]
         example = verl_example(kwargs)
-        env = self._env()
+        env = self._env(row_env_config(self.env_config, kwargs))  # a row exported with --suite carries one
         metrics: dict[str, Any] = {}
         gold_error: str | None = None
         database_error: str | None = None
