@@ -68,7 +68,19 @@ def _ablate(music_dir: Path, out: Path) -> list[str]:
     return ["ablate", "--out", str(out), "--arms", "progressive,no-late"]
 
 
+def _split(music_dir: Path, out: Path) -> list[str]:
+    return ["split", "--task", str(music_dir / "questions.json"), "--out", str(out), "--fractions", "train=1"]
+
+
+def _inspect(music_dir: Path, out: Path) -> list[str]:
+    rollout = out.parent / "rollout-for-inspect"
+    assert runner.invoke(app, _rollout(music_dir, rollout)).exit_code == 0
+    return ["inspect", str(rollout), "--out", str(out), "--sample", "2"]
+
+
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "split": _split,
+    "inspect": _inspect,
     "eval": _eval,
     "rollout": _rollout,
     "build-suite": _build_suite,

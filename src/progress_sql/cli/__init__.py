@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "export": "Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts).",
     "reward-bound": "Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at "
     "both ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot.",
+    "split": "Cut a dataset into schema-disjoint train / validation / test splits by database.",
     "rollout": "Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset.",
     "train": "Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default. "
     "A real --model gets the paper's settings (T = 4, G = 8, temperature 1.0, lr 1e-6); under `accelerate "
