@@ -40,7 +40,7 @@ def test_every_module_registers_its_command() -> None:
 
 def test_workers_means_one_per_core_at_zero_and_defaults_to_it_everywhere() -> None:
     found = options_named("--workers")
-    assert {name for name, _ in found} == {"audit", "build-suite", "eval", "export", "rollout"}
+    assert {name for name, _ in found} == {"audit", "build-suite", "eval", "export", "inspect", "rollout"}
     for name, option in found:
         assert (name, option.default, option.help) == (name, DEFAULT_WORKERS, WORKERS_HELP)
     assert DEFAULT_WORKERS == 0
@@ -74,8 +74,8 @@ def test_preset_is_always_the_comparison_semantics() -> None:
 @pytest.mark.parametrize(
     ("flag", "commands_with_it"),
     [
-        ("--task", {"audit", "build-suite", "eval", "export", "rollout", "train"}),
-        ("--data-dir", {"audit", "build-suite", "eval", "export", "rollout", "train"}),
+        ("--task", {"audit", "build-suite", "eval", "export", "inspect", "rollout", "split", "train"}),
+        ("--data-dir", {"audit", "build-suite", "eval", "export", "inspect", "rollout", "split", "train"}),
         ("--json", set(COMMAND_MODULES)),
     ],
 )

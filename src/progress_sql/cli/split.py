@@ -101,7 +101,7 @@ def split_command(
     examples = [e for _, _, es in sources for e in es]
     paths = {e.db_id: e.db_path for e in examples}
     prints = database_fingerprints(paths) if group_by == "fingerprint" else {}
-    plan = split_by_database(examples, targets, seed=seed, group_by=group_by, fingerprints=prints)  # type: ignore[arg-type]
+    plan = split_by_database(examples, targets, seed=seed, group_by=group_by, fingerprints=prints)
     common.prepare_out(out)
     files = _write_split_files(out, plan, sources)
     parts = {p.name: {"target": p.target, "examples": p.examples, "share": p.share, "databases": list(p.databases),
