@@ -63,9 +63,10 @@ def main() -> None:
     episodes = [(e, [answer(by_index[e.index]), answer(e.gold_sql)]) for e in examples]
     with tempfile.TemporaryDirectory() as folder:
         suite = Path(folder) / "suite"
-        subprocess.run([sys.executable, "-c", "from progress_sql.cli import main; main()", "build-suite", "--task", "spider-dev",
-                        "--data-dir", str(spider), "--out", str(suite), "--workers", "1", "--json"],
-                       check=True, capture_output=True)  # fmt: skip
+        command = ["build-suite", "--task", "spider-dev", "--data-dir", str(spider), "--out", str(suite),
+                   "--workers", "1", "--json"]  # fmt: skip
+        cli = "from progress_sql.cli import main; main()"
+        subprocess.run([sys.executable, "-c", cli, *command], check=True, capture_output=True)
         arms = {"no suite": EnvConfig(max_turns=2), "suite": EnvConfig(max_turns=2, suite=str(suite))}
         rates: dict[str, list[float]] = {name: [] for name in arms}
         with ExecutionPool(workers=1) as pool:

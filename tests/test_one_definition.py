@@ -19,7 +19,7 @@ _RECORD_NAME = re.compile(r"(Column|Table|ForeignKey|PrimaryKey|Database|Schema)
 _NOT_RECORDS = {"Schema": PACKAGE / "data" / "schema.py"}  # names only, built from a profile
 
 #: Markdown files the package writes into users' run folders (not documents of the repository).
-_WRITTEN_FILES = {"report.md"}
+_WRITTEN_FILES = {"report.md", "review.md"}  # review.md: progress-sql inspect --sample
 _MARKDOWN = re.compile(r"[\w./-]*\w\.md\b")
 _TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".txt", ".toml", ".json"}
 

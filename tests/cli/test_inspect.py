@@ -32,7 +32,10 @@ PLANTED: dict[str, tuple[str, list[str]]] = {
         [answer("SELECT name FROM item LIMIT 1 OFFSET 4")],
     ),
     # honest: right on every database, turn 1 or after an honest wrong first attempt
-    "What is the name of item 1?": ("SELECT name FROM item WHERE item_id = 1", [answer("SELECT name FROM item WHERE item_id = 1")]),
+    "What is the name of item 1?": (
+        "SELECT name FROM item WHERE item_id = 1",
+        [answer("SELECT name FROM item WHERE item_id = 1")],
+    ),
     "List the names of items with an id below 2.": (
         "SELECT name FROM item WHERE item_id < 2",
         [answer("SELECT name FROM item WHERE item_id < 3"), answer("SELECT name FROM item WHERE item_id <= 1")],
@@ -80,7 +83,9 @@ def test_inspect_reports_each_planted_case_with_its_reason(tmp_path: Path) -> No
                                      "sabotaged_first_turn": 1, "bad_gold_reward": 0}  # fmt: skip
     assert "SELECT 5" in (out / "report.md").read_text()
     review = (out / "review.md").read_text()
-    assert review.count("**Question:**") == 3 and "Gold result:" in review and "Prediction result:" in review
+    assert review.count("**Question:**") == 3
+    assert "Gold result:" in review
+    assert "Prediction result:" in review
 
 
 def test_without_a_suite_the_suite_check_stays_silent(tmp_path: Path) -> None:

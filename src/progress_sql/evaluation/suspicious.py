@@ -163,7 +163,7 @@ CHECKS: dict[str, Check] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class InspectedEpisode:
     """An inspected episode: which checks fired, with their evidence (none: nothing suspicious)."""
 
     index: int
@@ -173,10 +173,10 @@ class Finding:
     reasons: dict[str, str]
 
 
-def inspect_case(case: Case, checks: Mapping[str, Check] = CHECKS) -> Finding:
-    """Run every check; the Finding's ``reasons`` are those that fired (empty: nothing suspicious)."""
+def inspect_case(case: Case, checks: Mapping[str, Check] = CHECKS) -> InspectedEpisode:
+    """Run every check; the InspectedEpisode's ``reasons`` are those that fired (empty: nothing suspicious)."""
     reasons = {name: evidence for name, check in checks.items() if (evidence := check(case)) is not None}
-    return Finding(case.example.index, case.example.db_id, round(case.reward, 6), case.matched_sql, reasons)
+    return InspectedEpisode(case.example.index, case.example.db_id, round(case.reward, 6), case.matched_sql, reasons)
 
 
 def review_entry(case: Case, schema: str, predicted: ExecResult | None, rows: int = 5) -> str:
@@ -208,6 +208,6 @@ def tables_read(sql: str) -> set[str]:
     return set() if isinstance(tree, ParseFailure) else {t.name.lower() for t in tree.find_all(exp.Table)}
 
 
-def counts(findings: Sequence[Finding]) -> dict[str, int]:
+def counts(findings: Sequence[InspectedEpisode]) -> dict[str, int]:
     """Flagged episodes per reason, every reason listed."""
     return {name: sum(name in f.reasons for f in findings) for name in CHECKS}
