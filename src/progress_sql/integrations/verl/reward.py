@@ -1,5 +1,6 @@
 """verl's ``compute_score``: the trajectory reward that the agent loop computed, read from its record
-(scored again only for other weights or a row without a record; docs/training.md).
+(scored again only for other weights or a row without a record, then with the row's test suite when it
+carries one; docs/training.md).
 
 >>> record = {"turn": 1, "sql": "SELECT 1", "format_ok": True, "exec_status": "ok", "match": True,
 ...           "verdict": "match", "f": 0.9, "f_struct": 0.9, "f_lex": 0.9, "tags": [], "response": "..."}
@@ -22,7 +23,7 @@ from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import verl_example
+from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, RewardSpec, get_reward
 from progress_sql.types import RewardBreakdown, Trajectory, Turn
@@ -89,7 +90,8 @@ def _single_turn(
     solution_str: str, ground_truth: str, extra_info: Mapping[str, Any], reward: str, weights: ProgressiveConfig
 ) -> list[TurnRecord]:
     example = verl_example({"extra_info": extra_info, "reward_model": {"ground_truth": ground_truth}})
-    env = _fallback_env(replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none"))
+    config = replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none")
+    env = _fallback_env(row_env_config(config, extra_info))  # a row exported with --suite judges on its suite
     env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
     return [env.step(solution_str).info]
 
