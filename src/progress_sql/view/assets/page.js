@@ -134,7 +134,7 @@
   var spacer, headRow, drawn = {};
   function drawTable() {
     var table = document.getElementById("table");
-    var cols = data.columns.map(function (c) { return c.wide ? "minmax(140px, 3fr)" : "minmax(60px, 1fr)"; }).join(" ");
+    var cols = data.columns.map(function (c) { return c.key === "index" ? "56px" : (c.wide ? "minmax(140px, 3fr)" : "minmax(84px, 1fr)"); }).join(" ");
     table.style.setProperty("--cols", cols);
     headRow = el("div", {cls: "thead", role: "row"}, data.columns.map(function (c) { return el("div", {cls: "cell", role: "columnheader", text: c.label}); }));
     spacer = el("div", {cls: "spacer", "aria-hidden": "true"});
