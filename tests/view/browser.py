@@ -64,3 +64,35 @@ def open_page(driver: Any, path: Path) -> None:
 
     driver.get(path.resolve().as_uri())
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.body.dataset.ready === 'true'"))
+
+
+def screenshot(driver: Any, path: Path) -> float:
+    """Save a PNG of the window to ``path``; returns its pixel variance (grey levels), ~0 for a blank page."""
+    from PIL import Image, ImageStat
+
+    driver.save_screenshot(str(path))
+    with Image.open(path) as image:
+        return float(ImageStat.Stat(image.convert("L")).var[0])
+
+
+def shown_ids(driver: Any) -> list[str]:
+    """The ids of the table rows drawn now (all shown ones when they fit the window)."""
+    return [str(row.get_attribute("data-id")) for row in driver.find_elements("css selector", "#table .trow")]
+
+
+def shown_count(driver: Any) -> int:
+    """The page's own count of the examples that pass the filters."""
+    return int(driver.find_element("id", "count").text.split(" of ")[0])
+
+
+def choose(driver: Any, facet: str, value: str) -> None:
+    """Pick ``value`` in the filter ``facet`` (a select; "" = any)."""
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("css selector", f"select[data-facet='{facet}']")).select_by_value(value)
+
+
+def metric(driver: Any, label: str) -> float:
+    """The exact value behind a headline metric of the page."""
+    element = driver.find_element("css selector", f".metric[data-metric='{label}']")
+    return float(element.get_attribute("data-value"))
