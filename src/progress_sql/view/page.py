@@ -30,15 +30,14 @@ def _finite(value: Any) -> Any:
 
 
 def page_json(page: Page) -> str:
-    """The page data as JSON safe inside a ``<script>`` element (no ``</``, ``<!--``, U+2028/9).
+    """The page data as JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a JSON
+    string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element.
 
-    >>> page_json(Page("eval", "</script>", [], [], [], [], []))[:40]
-    '{"kind": "eval", "title": "<\\\\/script>", "ru'
+    >>> page_json(Page("eval", "</script>", [], [], [], [], []))[:44]
+    '{"kind": "eval", "title": "\\\\u003c/script>", '
     """
     text = json.dumps(_finite(plain(page)), ensure_ascii=False, allow_nan=False)
-    return (
-        text.replace("</", "<\\/").replace("<!--", "<\\!--").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    )
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def render(page: Page) -> str:

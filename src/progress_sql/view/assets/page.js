@@ -277,7 +277,7 @@
     box.textContent = "";
     box.setAttribute("data-id", item.id);
     var d = item.detail, ctx = d.context || null, record = d.record || {};
-    box.appendChild(el("h2", {text: "Example " + item.id + (record.db_id ? " \u2014 " + record.db_id : "")}));
+    box.appendChild(el("h2", {text: (item.id.charAt(0) === "#" ? "Example " : "") + item.id + (record.db_id ? " \u2014 " + record.db_id : "")}));
     if (ctx && ctx.question) box.appendChild(el("p", {cls: "question"}, [el("strong", {text: "Question: "}), ctx.question]));
     if (ctx && ctx.gold_sql) { box.appendChild(el("h3", {text: "Gold SQL"})); box.appendChild(el("pre", {cls: "sql gold", text: ctx.gold_sql})); }
     if (ctx && ctx.schema && Object.keys(ctx.schema).length) {
@@ -333,7 +333,7 @@
     if (a && b && a.sql && b.sql) box.appendChild(sqlDiff(a.sql, b.sql, "B against A"));
   }
   function drawReward(box, reward) {
-    box.appendChild(el("h3", {text: "Reward of the trajectory"}));
+    box.appendChild(el("h3", {text: data.kind === "train" ? "Reward components (means of the step)" : "Reward of the trajectory"}));
     var rows = Object.keys(reward.components).map(function (k) { return {component: k, value: reward.components[k]}; });
     rows.push({component: "total", value: reward.total});
     box.appendChild(rowsTable(rows));
