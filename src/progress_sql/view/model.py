@@ -294,7 +294,8 @@ def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
         }  # fmt: skip
         text = _search_text(context.get("question"), context.get("gold_sql"), record.get("db_id"),
                             *(turn.get("sql") for turn in turns))  # fmt: skip
-        items.append(Item(f"#{index}", values, text, {"record": record, "context": context or None, "turns": turns}))
+        # the example view reads the turns from the record (not repeated: the page stays small)
+        items.append(Item(f"#{index}", values, text, {"record": record, "context": context or None}))
     return Page(
         "rollout", f"Rollout: {_task_name(summary)}", [_run_header(run, summary)], headline,
         [Column("index", "#"), Column("db_id", "database"), Column("first_match", "first match"),

@@ -288,7 +288,7 @@
     }
     if (ctx && ctx.problem) box.appendChild(el("p", {cls: "notes", text: "note: " + ctx.problem}));
     if (d.compare) { drawCompare(box, d.compare, ctx); }
-    else if (d.turns) drawTurns(box, d.turns, ctx);
+    else if (d.turns || record.turns) drawTurns(box, d.turns || record.turns, ctx);
     if (record.reward && record.reward.components) drawReward(box, record.reward);
     else if (d.reward && d.reward.components && Object.keys(d.reward.components).length) drawReward(box, d.reward);
     if (ctx && (ctx.gold || ctx.predicted)) drawResults(box, ctx, record.reason);
