@@ -23,7 +23,7 @@ from pathlib import Path
 from _common import ROOT, add_output_options, command_line, machine, provenance, write_section
 
 sys.path.insert(0, str(ROOT))
-from tests.view.browser import chromium, open_page  # noqa: E402
+from tests.view.browser import chromium, open_page
 
 EXAMPLES = 10_000
 TAG = "AGGREGATION_MISMATCH"

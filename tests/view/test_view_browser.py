@@ -47,7 +47,11 @@ def rollout_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for number, item in enumerate(questions):
         gold = item["query"]
         wrong = "SELECT name FROM singer" if item["db_id"] == "concert_singer" else "SELECT petid FROM pets"
-        script = [[answer(gold)], [answer(wrong), answer(gold)], ["no idea", answer("SELECT * FROM nowhere"), answer(wrong)]]
+        script = [
+            [answer(gold)],
+            [answer(wrong), answer(gold)],
+            ["no idea", answer("SELECT * FROM nowhere"), answer(wrong)],
+        ]
         lines.append(json.dumps({"key": item["question"], "responses": script[number % 3]}))
     replay = root / "replay.jsonl"
     replay.write_text("\n".join(lines) + "\n")
@@ -108,7 +112,8 @@ def test_rollout_page_shows_every_turn_its_tags_feedback_and_the_changed_clause(
     diff = second.find_element("css selector", ".diff")
     changed = diff.find_elements("css selector", ".clause[data-change='changed']")
     assert [c.get_attribute("data-clause") for c in changed] == ["SELECT"]
-    assert changed[0].find_elements("css selector", "ins") and changed[0].find_elements("css selector", "del")
+    assert changed[0].find_elements("css selector", "ins")
+    assert changed[0].find_elements("css selector", "del")
     assert changed[0].find_element("css selector", ".mark").text == "~"  # marked without colour too
     assert diff.find_element("css selector", ".clause[data-clause='FROM']").get_attribute("data-change") == "same"
     assert "changed clauses: SELECT" in second.text
@@ -176,7 +181,9 @@ def test_eval_page_header_filters_and_example_view(
     assert f"#{wrong['index']}" in shown_ids(chromium)
     chromium.find_element("css selector", f"#table .trow[data-id='#{wrong['index']}']").click()
     detail = chromium.find_element("id", "detail")
-    contexts = {json.loads(line)["index"]: json.loads(line) for line in (run / "examples.jsonl").read_text().splitlines()}
+    contexts = {
+        json.loads(line)["index"]: json.loads(line) for line in (run / "examples.jsonl").read_text().splitlines()
+    }
     assert contexts[wrong["index"]]["question"] in detail.text
     assert detail.find_element("css selector", "pre.gold").text == contexts[wrong["index"]]["gold_sql"]
     assert detail.find_elements("css selector", ".results-gold")  # the first rows of both results

@@ -15,7 +15,6 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from progress_sql.cli.view import view_option, write_view
 from progress_sql.cli._common import (
     ALGORITHMS,
     add_command,
@@ -29,6 +28,7 @@ from progress_sql.cli._common import (
     task_option,
     warn,
 )
+from progress_sql.cli.view import view_option, write_view
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL

@@ -97,8 +97,17 @@ def example_contexts(
         sql = predicted.get(example.index)
         if not Path(example.db_path).is_file():
             contexts.append(
-                ExampleContext(example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None,
-                               "database absent")  # fmt: skip
+                ExampleContext(
+                    example.index,
+                    example.db_id,
+                    example.question,
+                    example.gold_sql,
+                    sql,
+                    {},
+                    None,
+                    None,
+                    "database absent",
+                )
             )
             continue
         try:
@@ -106,8 +115,9 @@ def example_contexts(
             prepared = store.prepare(example)
         except DatasetError as error:  # an unreadable database: the page says so
             contexts.append(
-                ExampleContext(example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None,
-                               str(error))  # fmt: skip
+                ExampleContext(
+                    example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None, str(error)
+                )
             )
             continue
         names = list(dict.fromkeys(tables_named(example.gold_sql, list(schema.tables)) +
@@ -116,9 +126,16 @@ def example_contexts(
         pred = preview(store.run_pred(example, sql), rows) if sql else None
         contexts.append(
             ExampleContext(
-                example.index, example.db_id, example.question, example.gold_sql, sql,
-                {name: schema.tables[name] for name in names}, gold, pred, prepared.error,
-            )  # fmt: skip
+                example.index,
+                example.db_id,
+                example.question,
+                example.gold_sql,
+                sql,
+                {name: schema.tables[name] for name in names},
+                gold,
+                pred,
+                prepared.error,
+            )
         )
     return contexts
 

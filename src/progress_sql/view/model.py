@@ -231,9 +231,12 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
             "vote_share": record.get("vote_share"),
         }  # fmt: skip
         items.append(
-            Item(f"#{index}", values,
-                 _search_text(context.get("question"), record.get("sql"), context.get("gold_sql"), record.get("db_id")),
-                 {"record": record, "context": context or None, "turns": [turn]})  # fmt: skip
+            Item(
+                f"#{index}",
+                values,
+                _search_text(context.get("question"), record.get("sql"), context.get("gold_sql"), record.get("db_id")),
+                {"record": record, "context": context or None, "turns": [turn]},
+            )
         )
     return Page(
         "eval", f"Evaluation: {_task_name(summary)}", [_run_header(run, summary)], headline,
@@ -332,8 +335,12 @@ def _train_page(run: Path, summary: dict[str, Any]) -> Page:
             "success": record.get("trajectory/success"), "loss": record.get("loss"),
         }  # fmt: skip
         items.append(
-            Item(f"step {record.get('step', number)}", values, _search_text(record.get("run_reward"), record.get("step")),
-                 {"record": record, "reward": {"components": components, "total": record.get("reward")}})  # fmt: skip
+            Item(
+                f"step {record.get('step', number)}",
+                values,
+                _search_text(record.get("run_reward"), record.get("step")),
+                {"record": record, "reward": {"components": components, "total": record.get("reward")}},
+            )
         )
     return Page(
         "train", f"Training: {summary['settings'].get('model')}", [_run_header(run, summary)], headline,
@@ -372,8 +379,12 @@ def _audit_page(run: Path, summary: dict[str, Any]) -> Page:
         }  # fmt: skip
         context = {"question": record.get("question"), "gold_sql": record.get("gold_sql"), "db_id": record.get("db_id")}
         items.append(
-            Item(f"#{index}", values, _search_text(record.get("question"), record.get("gold_sql"), record.get("db_id")),
-                 {"record": record, "context": context, "findings": record.get("findings") or []})  # fmt: skip
+            Item(
+                f"#{index}",
+                values,
+                _search_text(record.get("question"), record.get("gold_sql"), record.get("db_id")),
+                {"record": record, "context": context, "findings": record.get("findings") or []},
+            )
         )
     return Page(
         "audit", f"Gold audit: {summary['settings'].get('task')}", [_run_header(run, summary)], headline,
@@ -396,8 +407,12 @@ def _ablate_page(run: Path, summary: dict[str, Any]) -> Page:
                   "within_turns_ex": record.get("within_turns_ex"),
                   "change": (record.get("change_vs_warm") or {}).get("difference")}  # fmt: skip
         items.append(
-            Item(f"{record.get('arm')} seed {record.get('seed')}", values, _search_text(record.get("arm")),
-                 {"record": record})
+            Item(
+                f"{record.get('arm')} seed {record.get('seed')}",
+                values,
+                _search_text(record.get("arm")),
+                {"record": record},
+            )
         )
     return Page(
         "ablate", "Ablations", [_run_header(run, summary)], headline,
@@ -423,15 +438,19 @@ def read_run(run: Path) -> Page:
     summary = read_summary(run)
     reader = READERS.get(str(summary["command"]))
     if reader is None:
-        raise DatasetError(
-            f"{run} is a {summary['command']} run; the page reads runs of {', '.join(READERS)}"
-        )
+        raise DatasetError(f"{run} is a {summary['command']} run; the page reads runs of {', '.join(READERS)}")
     return reader(run, summary)
 
 
 #: Labels of ``compare-runs``' headline keys.
-COMPARE_LABELS = {"execution_accuracy": "EX", "test_suite_accuracy": "TS", "first_sample_accuracy": "first-sample EX",
-                  "valid_sql_rate": "valid SQL", "format_rate": "format", "odt_average": "ODT mismatch average"}
+COMPARE_LABELS = {
+    "execution_accuracy": "EX",
+    "test_suite_accuracy": "TS",
+    "first_sample_accuracy": "first-sample EX",
+    "valid_sql_rate": "valid SQL",
+    "format_rate": "format",
+    "odt_average": "ODT mismatch average",
+}
 
 
 def compare_page(run_a: Path, run_b: Path, comparison: Mapping[str, Any]) -> Page:
@@ -470,8 +489,8 @@ def compare_page(run_a: Path, run_b: Path, comparison: Mapping[str, Any]) -> Pag
         with_n = key == "execution_accuracy"  # the share over the scored examples; the others have other bases
         headline += [proportion(f"{label} A", pair["a"], scored_a if with_n else None),
                      proportion(f"{label} B", pair["b"], scored_b if with_n else None)]  # fmt: skip
-    headline += [Metric("fixed (wrong in A, right in B)", comparison["fixed"], None, None, percent=False),
-                 Metric("broken (right in A, wrong in B)", comparison["broken"], None, None, percent=False)]  # fmt: skip
+    headline.append(Metric("fixed (wrong in A, right in B)", comparison["fixed"], percent=False))
+    headline.append(Metric("broken (right in A, wrong in B)", comparison["broken"], percent=False))
     levels = [{"level": level, "EX A": pair["a"], "EX B": pair["b"], "B - A": pair["delta"]}
               for level, pair in comparison["by_level"].items()]  # fmt: skip
     notes = [*a.notes, *b.notes]
