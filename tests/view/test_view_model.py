@@ -57,12 +57,12 @@ def test_no_view_writes_neither_page_nor_contexts(music_dir: Path, tmp_path: Pat
     assert "page:" not in result.output
 
 
-def test_json_output_stays_json_and_the_path_goes_to_stderr(music_dir: Path, tmp_path: Path) -> None:
+def test_json_output_stays_json(music_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = runner.invoke(app, [*_rollout(music_dir, out), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["command"] == "rollout"
-    assert f"page: {out / PAGE_FILE}" in result.stderr
+    assert (out / PAGE_FILE).is_file()
 
 
 def test_an_incomplete_folder_names_what_is_missing(eval_run: Path, tmp_path: Path) -> None:

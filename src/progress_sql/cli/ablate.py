@@ -15,8 +15,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import add_command, json_option, out_dir_option, prepare_out, stderr, stdout, write_run
-from progress_sql.cli.view import view_option, write_view
+from progress_sql.cli._common import (
+    add_command,
+    json_option,
+    out_dir_option,
+    prepare_out,
+    stderr,
+    stdout,
+    view_option,
+    write_run,
+    write_view,
+)
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunSummary
 

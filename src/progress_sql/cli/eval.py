@@ -14,7 +14,6 @@ import typer
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS, make_backend
 from progress_sql.cli import _common as common
-from progress_sql.cli.view import view_option, write_view
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.bird import BIRD_VES_REPEATS
@@ -87,7 +86,7 @@ def eval_command(
         "0: no R-VES. The result depends on the machine.",
     ),
     json_output: bool = common.json_option(),
-    view: bool = view_option(),
+    view: bool = common.view_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
     common.check_timeout(timeout)
@@ -201,7 +200,7 @@ def eval_command(
         typer.echo(json.dumps(summary.to_dict(), indent=2))
     else:
         _print(summary.metrics, out, chosen.name)
-    write_view(out, view, quiet=json_output)
+    common.write_view(out, view, quiet=json_output)
 
 
 def _print(metrics: Any, out: Path, preset: str) -> None:

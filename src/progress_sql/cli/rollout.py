@@ -13,7 +13,6 @@ from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.openai_compat import BackendError
 from progress_sql.backends.registry import BACKENDS, make_backend
 from progress_sql.cli import _common as common
-from progress_sql.cli.view import view_option, write_view
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
@@ -50,7 +49,7 @@ def rollout_command(
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
     as_json: bool = common.json_option(),
-    view: bool = view_option(),
+    view: bool = common.view_option(),
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
     common.check_timeout(timeout)
@@ -121,7 +120,7 @@ def rollout_command(
     else:
         _print(task, metrics)
         common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
-    write_view(out, view, quiet=as_json)
+    common.write_view(out, view, quiet=as_json)
 
 
 def _print(task: str, metrics: dict[str, Any]) -> None:

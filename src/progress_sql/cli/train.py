@@ -26,9 +26,10 @@ from progress_sql.cli._common import (
     stderr,
     stdout,
     task_option,
+    view_option,
     warn,
+    write_view,
 )
-from progress_sql.cli.view import view_option, write_view
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL

@@ -44,24 +44,5 @@ def view_command(
         webbrowser.open(path.resolve().as_uri())
 
 
-def write_view(out: Path, enabled: bool, *, quiet: bool = False) -> None:
-    """What ``eval``, ``rollout``, ``train`` and ``ablate`` call after writing their run folder: the page
-    into it (unless ``--no-view``) and its path printed (on stderr when ``quiet``: stdout carries ``--json``)."""
-    if not enabled:
-        return
-    try:
-        path = write_run_page(out)
-    except OSError as error:
-        common.fail(f"cannot write the page into {out}: {error}")
-    (common.stderr if quiet else common.stdout).print(f"page: {path}")
-
-
-def view_option() -> bool:
-    """``--view/--no-view`` of the commands that write the page into their run folder."""
-    return typer.Option(  # type: ignore[no-any-return]
-        True, "--view/--no-view", help=f"Write the run explorer page ({PAGE_FILE}) into the run folder."
-    )
-
-
 def register(app: typer.Typer) -> None:
     common.add_command(app, "view", view_command)

@@ -48,7 +48,7 @@ class Facet:
 
 
 @dataclass(frozen=True, slots=True)
-class Column:
+class ListColumn:
     key: str
     label: str
     wide: bool = False
@@ -73,7 +73,7 @@ class Page:
     title: str
     runs: Sequence[Mapping[str, Any]]
     metrics: Sequence[Metric]
-    columns: Sequence[Column]
+    columns: Sequence[ListColumn]
     facets: Sequence[Facet]
     items: Sequence[Item]
     tables: Sequence[Mapping[str, Any]] = ()
@@ -240,8 +240,10 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
         )
     return Page(
         "eval", f"Evaluation: {_task_name(summary)}", [_run_header(run, summary)], headline,
-        [Column("index", "#"), Column("db_id", "database"), Column("level", "level"), Column("verdict", "verdict"),
-         Column("tags", "ODT tags"), Column("question", "question", True), Column("sql", "predicted SQL", True)],
+        [ListColumn("index", "#"), ListColumn("db_id", "database"), ListColumn("level", "level"),
+         ListColumn("verdict", "verdict"),
+         ListColumn("tags", "ODT tags"), ListColumn("question", "question", True),
+         ListColumn("sql", "predicted SQL", True)],
         [Facet("verdict", "verdict"), Facet("level", "hardness / difficulty"), Facet("db_id", "database"),
          Facet("tags", "ODT tag"), Facet("suite", "suite verdict"), Facet("vote_share", "vote share", "range")],
         items, [{"title": "EX by level", "rows": levels}] if levels else [], plots_of(run), notes,
@@ -301,9 +303,9 @@ def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
         items.append(Item(f"#{index}", values, text, {"record": record, "context": context or None}))
     return Page(
         "rollout", f"Rollout: {_task_name(summary)}", [_run_header(run, summary)], headline,
-        [Column("index", "#"), Column("db_id", "database"), Column("first_match", "first match"),
-         Column("turns", "turns"), Column("reward", "reward"), Column("tags", "ODT tags (any turn)"),
-         Column("question", "question", True), Column("sql", "last SQL", True)],
+        [ListColumn("index", "#"), ListColumn("db_id", "database"), ListColumn("first_match", "first match"),
+         ListColumn("turns", "turns"), ListColumn("reward", "reward"), ListColumn("tags", "ODT tags (any turn)"),
+         ListColumn("question", "question", True), ListColumn("sql", "last SQL", True)],
         [Facet("verdict", "final verdict"), Facet("first_match", "turn of first match"), Facet("db_id", "database"),
          Facet("tags", "ODT tag"), Facet("status", "status"), Facet("reward", "reward", "range")],
         items, (), plots_of(run), notes,
@@ -344,8 +346,9 @@ def _train_page(run: Path, summary: dict[str, Any]) -> Page:
         )
     return Page(
         "train", f"Training: {summary['settings'].get('model')}", [_run_header(run, summary)], headline,
-        [Column("step", "step"), Column("run_reward", "reward function"), Column("reward", "mean reward"),
-         Column("success", "success"), Column("loss", "loss"), Column("components", "components (mean)", True)],
+        [ListColumn("step", "step"), ListColumn("run_reward", "reward function"), ListColumn("reward", "mean reward"),
+         ListColumn("success", "success"), ListColumn("loss", "loss"),
+         ListColumn("components", "components (mean)", True)],
         [Facet("run_reward", "reward function"), Facet("reward", "mean reward", "range")],
         items, [{"title": "held-out EX by set (greedy, single turn)", "rows": sets}] if sets else [], plots_of(run),
         [] if records else ["samples.jsonl has no RL steps (the run logged none)."], item_label="RL steps",
@@ -388,8 +391,9 @@ def _audit_page(run: Path, summary: dict[str, Any]) -> Page:
         )
     return Page(
         "audit", f"Gold audit: {summary['settings'].get('task')}", [_run_header(run, summary)], headline,
-        [Column("index", "#"), Column("db_id", "database"), Column("flags", "audit flags"),
-         Column("gold_status", "gold"), Column("question", "question", True), Column("sql", "gold SQL", True)],
+        [ListColumn("index", "#"), ListColumn("db_id", "database"), ListColumn("flags", "audit flags"),
+         ListColumn("gold_status", "gold"), ListColumn("question", "question", True),
+         ListColumn("sql", "gold SQL", True)],
         [Facet("flags", "audit flag"), Facet("db_id", "database"), Facet("gold_status", "gold status")],
         items, [{"title": "checks", "rows": table}], plots_of(run), [],
     )  # fmt: skip
@@ -416,8 +420,8 @@ def _ablate_page(run: Path, summary: dict[str, Any]) -> Page:
         )
     return Page(
         "ablate", "Ablations", [_run_header(run, summary)], headline,
-        [Column("arm", "arm"), Column("seed", "seed"), Column("ex", "EX"), Column("n", "n"),
-         Column("within_turns_ex", "EX within T turns"), Column("change", "change vs warm start")],
+        [ListColumn("arm", "arm"), ListColumn("seed", "seed"), ListColumn("ex", "EX"), ListColumn("n", "n"),
+         ListColumn("within_turns_ex", "EX within T turns"), ListColumn("change", "change vs warm start")],
         [Facet("arm", "arm"), Facet("seed", "seed"), Facet("ex", "EX", "range")],
         items, [{"title": "arms", "rows": list(summary["arms"])}], plots_of(run), [], item_label="arm runs",
     )  # fmt: skip
@@ -498,9 +502,11 @@ def compare_page(run_a: Path, run_b: Path, comparison: Mapping[str, Any]) -> Pag
         notes.insert(0, "The runs differ in task or preset; differences mix both effects.")
     return Page(
         "compare", f"Compare: {run_a} vs {run_b}", [*a.runs, *b.runs], headline,
-        [Column("index", "#"), Column("db_id", "database"), Column("level", "level"), Column("change", "change"),
-         Column("verdict_a", "verdict A"), Column("verdict_b", "verdict B"), Column("question", "question", True),
-         Column("sql_a", "SQL A", True), Column("sql_b", "SQL B", True)],
+        [ListColumn("index", "#"), ListColumn("db_id", "database"), ListColumn("level", "level"),
+         ListColumn("change", "change"),
+         ListColumn("verdict_a", "verdict A"), ListColumn("verdict_b", "verdict B"),
+         ListColumn("question", "question", True),
+         ListColumn("sql_a", "SQL A", True), ListColumn("sql_b", "SQL B", True)],
         [Facet("change", "change"), Facet("verdict_a", "verdict A"), Facet("verdict_b", "verdict B"),
          Facet("level", "hardness / difficulty"), Facet("db_id", "database"), Facet("tags", "ODT tag (A or B)")],
         items, [{"title": "EX by level", "rows": levels}] if levels else [], [*a.plots, *b.plots], notes,
