@@ -4,7 +4,13 @@
 # scripts/verl_venv.sh builds it once, about 2 GB, and reuses it while constraints-verl.txt is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev trl skyrl export serve
+# The run explorer's tests drive Debian's Chromium with its driver (tests/view): install them when missing.
+if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+bash scripts/setup.sh dev trl skyrl export serve view-test
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check src tests bench conftest.py
 .venv/bin/ruff format --check src tests bench conftest.py

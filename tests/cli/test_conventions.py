@@ -90,7 +90,7 @@ def test_shared_options_have_one_help_text(flag: str, commands_with_it: set[str]
 
 def test_out_is_a_run_folder_except_in_export() -> None:
     for name, option in options_named("--out"):
-        if name == "export":  # a data file; its run folder is --report-dir
+        if name in ("export", "view"):  # a data file (its run folder is --report-dir); the HTML page
             assert option.help.startswith("Output file")
             continue
         assert option.help.startswith("Run folder: summary.json, samples.jsonl, report.md"), name

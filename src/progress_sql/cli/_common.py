@@ -201,3 +201,28 @@ def eval_data_dir_option() -> Any:
         help="Another folder holding evaluation tasks' files for the leakage guard (repeatable; the "
         "training data's own folders are always read).",
     )
+
+
+# ---- the run explorer page (progress-sql view; docs/view.md) ----------------------------------
+
+
+def write_view(out: Path, enabled: bool, *, quiet: bool = False) -> None:
+    """What ``eval``, ``rollout``, ``train`` and ``ablate`` call after writing their run folder: the page
+    into it (unless ``--no-view``) and its path printed (not when ``quiet``: stdout carries ``--json``)."""
+    if not enabled:
+        return
+    from progress_sql.view import write_run_page  # only when a page is written
+
+    try:
+        path = write_run_page(out)
+    except OSError as error:
+        fail(f"cannot write the page into {out}: {error}")
+    if not quiet:
+        stdout.print(f"page: {path}")
+
+
+def view_option() -> bool:
+    """``--view/--no-view`` of the commands that write the page into their run folder."""
+    return typer.Option(  # type: ignore[no-any-return]
+        True, "--view/--no-view", help="Write the run explorer page (view.html, docs/view.md) into the run folder."
+    )

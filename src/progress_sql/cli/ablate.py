@@ -15,7 +15,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from progress_sql.cli._common import add_command, json_option, out_dir_option, prepare_out, stderr, stdout, write_run
+from progress_sql.cli._common import (
+    add_command,
+    json_option,
+    out_dir_option,
+    prepare_out,
+    stderr,
+    stdout,
+    view_option,
+    write_run,
+    write_view,
+)
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunSummary
 
@@ -33,6 +43,7 @@ def ablate_command(
     quick: bool = typer.Option(False, "--quick", help="A reduced run for tests: tiny warm start, few steps."),
     threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core); arms run one at a time."),
     as_json: bool = json_option(),
+    view: bool = view_option(),
 ) -> None:
     """Run the paper's ablations from one shared warm start per seed and write the Table 3 view."""
     from progress_sql.training.ablate import (
@@ -70,6 +81,7 @@ def ablate_command(
     run = RunSummary("ablate", settings, summary(result))
     data = run.to_dict()
     write_run(out, run, records(result), report(result, data, out))
+    write_view(out, view, quiet=as_json)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return

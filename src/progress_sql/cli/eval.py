@@ -28,6 +28,7 @@ from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.testsuite.manifest import suite_lookup
+from progress_sql.view.context import example_contexts, write_contexts
 
 
 def eval_command(
@@ -85,6 +86,7 @@ def eval_command(
         "0: no R-VES. The result depends on the machine.",
     ),
     json_output: bool = common.json_option(),
+    view: bool = common.view_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
     common.check_timeout(timeout)
@@ -183,18 +185,22 @@ def eval_command(
             timed = sum(r.status == "scored" and r.match for r in records)
             job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
             records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
+        contexts = example_contexts(examples, {r.index: r.sql for r in records}, store) if view else []
     summary = summarize_run(
         inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
     )  # fmt: skip
     try:
         write_eval_run(out, records, summary, plots=plots)
+        if view:
+            write_contexts(out, contexts)
     except OSError as error:
         common.fail(f"cannot write results to {out}: {error}")
     if json_output:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
     else:
         _print(summary.metrics, out, chosen.name)
+    common.write_view(out, view, quiet=json_output)
 
 
 def _print(metrics: Any, out: Path, preset: str) -> None:

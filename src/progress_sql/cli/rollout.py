@@ -18,11 +18,15 @@ from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
 from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
 from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 from progress_sql.runfolder import RunSummary, basic_report
 from progress_sql.types import plain
+from progress_sql.view.context import example_contexts, write_contexts
 
 
 def rollout_command(
@@ -46,6 +50,7 @@ def rollout_command(
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
     as_json: bool = common.json_option(),
+    view: bool = common.view_option(),
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
     common.check_timeout(timeout)
@@ -84,6 +89,10 @@ def rollout_command(
             )
         except BackendError as error:
             common.fail(f"generation failed: {error}")
+        if view:  # what the page's example view shows beside the records: questions, gold SQL, result rows
+            store = GoldStore(get_preset(preset), pool=pool, limits=ExecLimits(timeout_s=timeout))
+            last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
+            contexts = example_contexts(examples, last, store)
     spec = get_reward(reward)
     metrics = summarize_rollouts(records, turns)
     settings = {
@@ -104,11 +113,17 @@ def rollout_command(
     summary = RunSummary("rollout", settings, {"metrics": metrics})
     report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)
     common.write_run(out, summary, [plain(r, DIGITS) for r in records], report)
+    if view:
+        try:
+            write_contexts(out, contexts)
+        except OSError as error:
+            common.fail(f"cannot write results to {out}: {error}")
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
-        return
-    _print(task, metrics)
-    common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
+    else:
+        _print(task, metrics)
+        common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
+    common.write_view(out, view, quiet=as_json)
 
 
 def _print(task: str, metrics: dict[str, Any]) -> None:

@@ -29,7 +29,9 @@ from progress_sql.cli._common import (
     stdout,
     suite_option,
     task_option,
+    view_option,
     warn,
+    write_view,
 )
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
@@ -149,6 +151,7 @@ def train_command(
         RLSettings().vllm_gpu_memory, "--vllm-gpu-memory", help="Share of each GPU a colocated vLLM engine may take."
     ),
     as_json: bool = json_option(),
+    view: bool = view_option(),
 ) -> None:
     """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default.
     A real --model gets the paper's settings (T = 4, G = 8, temperature 1.0, lr 1e-6); under
@@ -214,6 +217,7 @@ def train_command(
     folder = RunFolder(out)
     folder.write_summary(run)
     folder.write_records(_step_records(result.rl))
+    write_view(out, view, quiet=as_json)
     if as_json:
         typer.echo(json.dumps(run.to_dict(), indent=2))
         return

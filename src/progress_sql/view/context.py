@@ -1,0 +1,146 @@
+"""What a run's records leave out and its example view shows: the question, the gold SQL, the tables
+the gold and the final prediction name (with their columns) and the first rows of both results.
+
+``eval`` and ``rollout`` write it into their run folder as ``examples.jsonl`` (one line per example,
+by ``index``), so that the page is built from the run folder alone (docs/view.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from progress_sql.errors import DatasetError
+from progress_sql.execution.gold import GoldStore
+from progress_sql.runfolder import write_jsonl
+from progress_sql.types import Example, ExecResult
+
+#: The run folder's file of example contexts.
+CONTEXT_FILE = "examples.jsonl"
+#: Rows of each result kept for the page (the verdict itself was made on every row).
+PREVIEW_ROWS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPreview:
+    """The first rows of one result; ``row_count`` counts every fetched row (None when it failed)."""
+
+    status: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    row_count: int | None
+    truncated: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleContext:
+    """One example's inputs and results for the page; ``schema`` maps each table named by the gold or
+    the predicted SQL to its columns."""
+
+    index: int
+    db_id: str
+    question: str
+    gold_sql: str
+    predicted_sql: str | None
+    schema: Mapping[str, tuple[str, ...]]
+    gold: ResultPreview | None
+    predicted: ResultPreview | None
+    problem: str | None = None
+
+
+def _cell(value: Any) -> Any:
+    """A result cell as JSON can carry it (bytes and non-finite floats as text)."""
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def preview(result: ExecResult, rows: int = PREVIEW_ROWS) -> ResultPreview:
+    """The first ``rows`` rows of ``result``.
+
+    >>> preview(ExecResult("ok", ("a",), ((1,), (2,), (3,))), rows=2)
+    ResultPreview(status='ok', columns=('a',), rows=((1,), (2,)), row_count=3, truncated=False, error=None)
+    """
+    kept = tuple(tuple(_cell(v) for v in row) for row in result.rows[:rows])
+    count = len(result.rows) if result.ok else None
+    return ResultPreview(result.status, tuple(result.columns), kept, count, result.truncated, result.error)
+
+
+def tables_named(sql: str | None, tables: Sequence[str]) -> list[str]:
+    """The tables of a schema that ``sql`` names as a word (case-insensitive), in schema order.
+
+    >>> tables_named("SELECT name FROM Singer AS T1", ["singer", "concert", "name"])
+    ['singer', 'name']
+    """
+    if not sql:
+        return []
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
+    return [table for table in tables if table.lower() in words]
+
+
+def example_contexts(
+    examples: Sequence[Example],
+    predicted: Mapping[int, str | None],
+    store: GoldStore,
+    rows: int = PREVIEW_ROWS,
+) -> list[ExampleContext]:
+    """The context of every example: ``predicted`` maps an example's index to the SQL its record
+    ends with (run again in the store's pool for the preview; None: no SQL)."""
+    contexts = []
+    for example in examples:
+        sql = predicted.get(example.index)
+        if not Path(example.db_path).is_file():
+            contexts.append(
+                ExampleContext(
+                    example.index,
+                    example.db_id,
+                    example.question,
+                    example.gold_sql,
+                    sql,
+                    {},
+                    None,
+                    None,
+                    "database absent",
+                )
+            )
+            continue
+        try:
+            schema = store.schema(example.db_path)
+            prepared = store.prepare(example)
+        except DatasetError as error:  # an unreadable database: the page says so
+            contexts.append(
+                ExampleContext(
+                    example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None, str(error)
+                )
+            )
+            continue
+        names = list(dict.fromkeys(tables_named(example.gold_sql, list(schema.tables)) +
+                                   tables_named(sql, list(schema.tables))))  # fmt: skip
+        gold = preview(prepared.results[0], rows) if prepared.results else None
+        pred = preview(store.run_pred(example, sql), rows) if sql else None
+        contexts.append(
+            ExampleContext(
+                example.index,
+                example.db_id,
+                example.question,
+                example.gold_sql,
+                sql,
+                {name: schema.tables[name] for name in names},
+                gold,
+                pred,
+                prepared.error,
+            )
+        )
+    return contexts
+
+
+def write_contexts(out: Path, contexts: Sequence[ExampleContext]) -> Path:
+    """``out/examples.jsonl``; returns its path (OSError propagates)."""
+    out.mkdir(parents=True, exist_ok=True)
+    return write_jsonl(out / CONTEXT_FILE, contexts)
