@@ -248,6 +248,17 @@ def _digest(tables: Sequence[TablePort], columns: Sequence[ColumnPort]) -> str:
     return digest.hexdigest()
 
 
+def reader_location(admin: str, reader: str = DEFAULT_READER) -> str:
+    """The connection string of the reader role on the server of ``admin`` (same host, database and
+    options; no password: use a ``.pgpass`` file or local trust for it).
+
+    >>> reader_location("postgresql://admin:pw@/bench?host=/tmp/pg")
+    'postgresql://progress_sql_reader@/bench?host=/tmp/pg'
+    """
+    scheme, rest = split_location(admin)[0].split("://", 1)
+    return f"{scheme}://{reader}@{rest.rpartition('@')[2]}"
+
+
 def port_database(sqlite_path: str | Path, target: str, db_id: str, *, reader: str = DEFAULT_READER) -> DatabasePort:
     """Copy ``sqlite_path`` to ``target`` (a ``postgresql://`` connection string of a role that may
     create schemas and roles, or a folder for DuckDB files) as database ``db_id`` and verify it."""
