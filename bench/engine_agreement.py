@@ -58,7 +58,7 @@ def main() -> None:
 
     # -- BIRD Mini-Dev, superhero -----------------------------------------------------------------
     superhero = data / "bird" / "dev_databases" / "superhero" / "superhero.sqlite"
-    ports = [port_database(superhero, args.admin, "superhero"), port_database(superhero, duck, "superhero")]
+    [port_database(superhero, args.admin, "superhero"), port_database(superhero, duck, "superhero")]
     mini = data / "bird" / "mini_dev"
     sqlite_q = [q for q in json.loads((mini / "mini_dev_sqlite.json").read_text()) if q["db_id"] == "superhero"]
     pg_q = {q["question_id"]: q for q in json.loads((mini / "mini_dev_postgresql.json").read_text())}
@@ -93,12 +93,16 @@ def main() -> None:
             report[f"bird-superhero/{engine}"] = {
                 "questions": len(rows),
                 "agree": sum(r["agree"] for r in rows),
-                "transpiled": sum(s != q["SQL"] for s, q in zip(sqls, sqlite_q, strict=True)) if engine == "duckdb" else None,
+                "transpiled": sum(s != q["SQL"] for s, q in zip(sqls, sqlite_q, strict=True))
+                if engine == "duckdb"
+                else None,
                 "disagreements": [r for r in rows if not r["agree"]],
             }
 
     # -- Spider dev ---------------------------------------------------------------------------------
-    examples = [e for e in load_spider(data / "spider" / "dev.json", data / "spider" / "database") if Path(e.db_path).is_file()]
+    examples = [
+        e for e in load_spider(data / "spider" / "dev.json", data / "spider" / "database") if Path(e.db_path).is_file()
+    ]
     databases = sorted({(e.db_id, e.db_path) for e in examples})
     port_log = []
     for db_id, path in databases:
@@ -114,7 +118,12 @@ def main() -> None:
         base = pool.run_many([ExecJob(e.db_path, spider.gold_queries(e.gold_sql)[0], LIMITS) for e in examples])
         for engine, collection, dialect in (("postgresql", pg, "postgres"), ("duckdb", duck, "duckdb")):
             sqls = [engine_sql(spider.gold_queries(e.gold_sql)[0], dialect, schemas[e.db_id]) for e in examples]
-            got = pool.run_many([ExecJob(locate(collection, e.db_id, e.db_path), s, LIMITS) for e, s in zip(examples, sqls, strict=True)])
+            got = pool.run_many(
+                [
+                    ExecJob(locate(collection, e.db_id, e.db_path), s, LIMITS)
+                    for e, s in zip(examples, sqls, strict=True)
+                ]
+            )
             rows = []
             for e, gold, result, sql in zip(examples, base, got, sqls, strict=True):
                 verdict = judge(spider, e.gold_sql, [gold], result)

@@ -4,7 +4,13 @@
 # scripts/verl_venv.sh builds it once, about 2 GB, and reuses it while constraints-verl.txt is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev trl skyrl export serve
+bash scripts/setup.sh dev trl skyrl export serve engines
+# PostgreSQL's server programs for the engine tests (a throw-away cluster per session: scripts/pg_cluster.sh)
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql
+fi
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check src tests bench conftest.py
 .venv/bin/ruff format --check src tests bench conftest.py

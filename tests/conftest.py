@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import tempfile
-import subprocess
 import shutil
+import sqlite3
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

@@ -27,11 +27,14 @@ def test_an_episode_runs_on_postgresql(music_dir: Path, pg_admin: str) -> None:
         first = env.step("<think>.</think><sql>SELECT `name` FROM singer</sql>")
         assert first.info.exec_status == "error"
         assert "PARSE_ERROR" in first.info.tags
-        assert first.observation is not None and "PostgreSQL" in first.observation["content"]
+        assert first.observation is not None
+        assert "PostgreSQL" in first.observation["content"]
         second = env.step("<think>.</think><sql>SELECT name FROM singer WHERE country = 'France'</sql>")
-        assert second.info.exec_status == "ok" and not second.info.match
+        assert second.info.exec_status == "ok"
+        assert not second.info.match
         third = env.step("<think>.</think><sql>SELECT name FROM singer WHERE country = 'France' AND age > 40</sql>")
-        assert third.terminated and third.info.match
+        assert third.terminated
+        assert third.info.match
         assert third.info.reward is not None
 
 

@@ -178,12 +178,18 @@ def test_nothing_changes_in_the_database_or_on_disk(outcome: dict[str, Any]) -> 
 
 
 def test_every_query_ends_within_its_deadline_plus_one_second(outcome: dict[str, Any]) -> None:
-    late = [(c[0], round(s, 2)) for c, s in zip(outcome["cases"], outcome["seconds"], strict=True) if s > DEADLINE_S + 1.0]
+    late = [
+        (c[0], round(s, 2)) for c, s in zip(outcome["cases"], outcome["seconds"], strict=True) if s > DEADLINE_S + 1.0
+    ]
     assert late == []
 
 
 def test_memory_stays_under_the_cap(outcome: dict[str, Any]) -> None:
     # The engine's own limit (DuckDB's memory_limit; PostgreSQL's work_mem / temp_file_limit on the
     # server) ends a bomb as an error or a timeout: no worker reached its address-space cap and died.
-    died = [c[0] for c, r in zip(outcome["cases"], outcome["results"], strict=True) if "worker process died" in (r.error or "")]
+    died = [
+        c[0]
+        for c, r in zip(outcome["cases"], outcome["results"], strict=True)
+        if "worker process died" in (r.error or "")
+    ]
     assert died == []

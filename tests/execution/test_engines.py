@@ -76,8 +76,10 @@ def test_cache_keys_name_the_engine_and_the_content(ported: dict[str, Any]) -> N
 
 
 def test_values_come_back_as_sqlite_classes() -> None:
-    assert plain_value(True) == 1 and isinstance(plain_value(True), int)
-    assert plain_value(decimal.Decimal("12")) == 12 and isinstance(plain_value(decimal.Decimal("12")), int)
+    assert plain_value(True) == 1
+    assert isinstance(plain_value(True), int)
+    assert plain_value(decimal.Decimal("12")) == 12
+    assert isinstance(plain_value(decimal.Decimal("12")), int)
     assert plain_value(decimal.Decimal("2.3333333333333333")) == 7 / 3  # PostgreSQL's AVG of 1, 2, 4
     assert plain_value(datetime.date(2014, 5, 1)) == "2014-05-01"
     assert plain_value(memoryview(b"\x00\x01")) == b"\x00\x01"
@@ -88,8 +90,12 @@ def test_engine_results_normalise_to_what_sqlite_returns(ported: dict[str, Any],
     runners = EngineRunners()
     try:
         location = locate(ported["collections"][engine], "music", str(ported["source"]))
-        result = runners.run(location, "SELECT 1 = 1, avg(age), count(*), CAST(NULL AS TEXT) FROM singer", DEFAULT_LIMITS)
-        sqlite = runners.run(str(ported["source"]), "SELECT 1 = 1, avg(age), count(*), NULL FROM singer", DEFAULT_LIMITS)
+        result = runners.run(
+            location, "SELECT 1 = 1, avg(age), count(*), CAST(NULL AS TEXT) FROM singer", DEFAULT_LIMITS
+        )
+        sqlite = runners.run(
+            str(ported["source"]), "SELECT 1 = 1, avg(age), count(*), NULL FROM singer", DEFAULT_LIMITS
+        )
     finally:
         runners.close()
     assert result.status == "ok", result.error
@@ -107,7 +113,9 @@ def test_music_golds_transpiled_agree_with_sqlite(ported: dict[str, Any], engine
         base = pool.run_many([ExecJob(e.db_path, e.gold_sql) for e in examples])
         moved = pool.run_many(
             [
-                ExecJob(locate(ported["collections"][engine], e.db_id, e.db_path), engine_sql(e.gold_sql, dialect, schema))
+                ExecJob(
+                    locate(ported["collections"][engine], e.db_id, e.db_path), engine_sql(e.gold_sql, dialect, schema)
+                )
                 for e in examples
             ]
         )
@@ -118,6 +126,8 @@ def test_music_golds_transpiled_agree_with_sqlite(ported: dict[str, Any], engine
     tie = "GROUP BY T1.stadium_id ORDER BY count(*) DESC LIMIT 1"
     assert all(tie in sql for sql in differ), differ
     counts = EngineRunners().run(
-        str(ported["source"]), "SELECT count(*) FROM concert GROUP BY stadium_id ORDER BY 1 DESC LIMIT 2", DEFAULT_LIMITS
+        str(ported["source"]),
+        "SELECT count(*) FROM concert GROUP BY stadium_id ORDER BY 1 DESC LIMIT 2",
+        DEFAULT_LIMITS,
     )
     assert not differ or counts.rows[0] == counts.rows[1]

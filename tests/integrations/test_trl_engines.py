@@ -24,7 +24,9 @@ def test_a_grpo_step_runs_with_the_postgresql_backend(
     config = EnvConfig(max_turns=2, timeout_s=2.0, backend_db=reader_location(pg_admin))
     assert config.odt.dialect == "postgres"
     with ExecutionPool(workers=1) as pool:
-        logs, rollout = train_steps("grpo", tiny_model(tiny_tokenizer), tiny_tokenizer, music_dir, pool, tmp_path, config)
+        logs, rollout = train_steps(
+            "grpo", tiny_model(tiny_tokenizer), tiny_tokenizer, music_dir, pool, tmp_path, config
+        )
     assert len(logs) == 4
     assert any("rewards/exec/mean" in entry for entry in logs)
     # the gold answers (SQLite text, mostly valid PostgreSQL) executed on the server: some turn matched

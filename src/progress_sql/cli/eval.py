@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 
-from progress_sql.odt.config import OdtConfig
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS, make_backend
 from progress_sql.cli import _common as common
@@ -27,6 +26,7 @@ from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.odt.config import OdtConfig
 from progress_sql.progress import progress_bar
 from progress_sql.testsuite.manifest import suite_lookup
 

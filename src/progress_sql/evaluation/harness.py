@@ -104,7 +104,12 @@ def evaluate(
     runner = _Runner(store, progress)
     prepared = [[None if s.sql is None else store.preset.prepare_pred(s.sql) for s in items] for _, items in present]
     runner.run(
-        [(store.location(e), sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql is not None]
+        [
+            (store.location(e), sql)
+            for (e, _), sqls in zip(present, prepared, strict=True)
+            for sql in sqls
+            if sql is not None
+        ]
     )
 
     records: dict[int, EvalRecord] = {}

@@ -9,7 +9,6 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from progress_sql.execution.engines import engine_of
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.tasks import Task
@@ -19,6 +18,7 @@ from progress_sql.evaluation.harness import EvalRecord, Sample
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
 from progress_sql.execution.compare import Preset, describe
+from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig

@@ -133,7 +133,7 @@ def _convert(portable: Portable) -> Callable[[SQLValue], SQLValue]:
         return str(value).replace("\x00", "")  # neither engine's text holds NUL
 
     def to_real(value: SQLValue) -> SQLValue:
-        return None if value is None else float(value)  # type: ignore[arg-type]
+        return None if value is None else float(value)
 
     def keep(value: SQLValue) -> SQLValue:
         return value
@@ -376,7 +376,11 @@ def _duck_identifier(name: str) -> str:
 def _verified(table: _SourceTable, back: Sequence[Sequence[SQLValue]]) -> TablePort:
     checksum = rows_checksum(table.rows)
     return TablePort(
-        table.name, table.target, len(table.rows), checksum, len(back) == len(table.rows) and rows_checksum(back) == checksum
+        table.name,
+        table.target,
+        len(table.rows),
+        checksum,
+        len(back) == len(table.rows) and rows_checksum(back) == checksum,
     )
 
 

@@ -123,4 +123,3 @@ def parse_sql(
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0][:300] if text else type(error).__name__
-

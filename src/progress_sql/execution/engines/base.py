@@ -110,8 +110,3 @@ def plain_value(value: Any) -> SQLValue:
     if isinstance(value, uuid.UUID):
         return str(value)
     return str(value)  # lists, structs, JSON, intervals: their text
-
-
-def row_size(row: tuple[SQLValue, ...]) -> int:
-    """The bytes a row counts against the byte cap (as the SQLite executor counts them)."""
-    return sum(len(v) if v.__class__ is str or v.__class__ is bytes else 8 for v in row)  # type: ignore[arg-type]

@@ -160,7 +160,7 @@ class DuckdbRunner:
                 for raw in batch:
                     row = tuple(plain_value(v) for v in raw)
                     for value in row:
-                        size += len(value) if value.__class__ is str or value.__class__ is bytes else 8  # type: ignore[arg-type]
+                        size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
                     if len(rows) >= limits.max_rows or size > limits.max_bytes:
                         truncated = True
                         break

@@ -9,6 +9,7 @@ fetched in batches under the row and byte caps; the pool's worker processes arou
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -103,7 +104,7 @@ class PostgresEngine:
             ).fetchone()
             comment = row[0] if row else None
             if comment and comment.startswith(CONTENT_COMMENT):
-                identity = comment[len(CONTENT_COMMENT) :]
+                identity = str(comment[len(CONTENT_COMMENT) :])
             else:
                 identity = schema_digest(conn, schema)
         with _identities_lock:
@@ -171,11 +172,12 @@ class PostgresRunner:
                 raise psycopg.OperationalError(f"schema {schema!r} not found")
             conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
         conn.execute("SET default_transaction_read_only = on")
-        conn.execute(sql.SQL("SET work_mem = {}").format(sql.Literal(f"{max(64, limits.memory_bytes // 16 // 1024)}kB")))
-        try:  # needs the SET privilege on it (port-db grants it); the role's default applies otherwise
+        conn.execute(
+            sql.SQL("SET work_mem = {}").format(sql.Literal(f"{max(64, limits.memory_bytes // 16 // 1024)}kB"))
+        )
+        # needs the SET privilege on it (port-db grants it); the role's default applies otherwise
+        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
             conn.execute(sql.SQL("SET temp_file_limit = {}").format(sql.Literal(f"{limits.memory_bytes // 1024}kB")))
-        except psycopg.errors.InsufficientPrivilege:
-            pass
 
     def run(self, location: str, sql: str, limits: ExecLimits) -> ExecResult:
         start = time.perf_counter()
@@ -204,7 +206,7 @@ class PostgresRunner:
             timer.start()
             conn.execute(f"SET LOCAL statement_timeout = {max(1, int(limits.timeout_s * 1000))}")
             with conn.cursor(name="progress_sql_query") as cursor:
-                cursor.execute(sql)  # type: ignore[arg-type]  # untrusted text by design
+                cursor.execute(sql)  # untrusted text by design
                 columns = tuple(d.name for d in cursor.description or ())
                 size = 0
                 while not truncated:
@@ -214,7 +216,7 @@ class PostgresRunner:
                     for raw in batch:
                         row = tuple(plain_value(v) for v in raw)
                         for value in row:
-                            size += len(value) if value.__class__ is str or value.__class__ is bytes else 8  # type: ignore[arg-type]
+                            size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
                         if len(rows) >= limits.max_rows or size > limits.max_bytes:
                             truncated = True
                             break
