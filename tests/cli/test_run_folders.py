@@ -68,6 +68,11 @@ def _ablate(music_dir: Path, out: Path) -> list[str]:
     return ["ablate", "--out", str(out), "--arms", "progressive,no-late"]
 
 
+def _port_db(music_dir: Path, out: Path) -> list[str]:
+    pytest.importorskip("duckdb", reason="needs the [engines] extra (scripts/test.sh installs it)")
+    return ["port-db", str(music_dir / "database"), "--to", f"duckdb:{out / 'duckdb'}", "--out", str(out)]
+
+
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "eval": _eval,
     "rollout": _rollout,
@@ -77,6 +82,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "reward-bound": _reward_bound,
     "train": _train,
     "ablate": _ablate,
+    "port-db": _port_db,
 }
 
 
