@@ -68,7 +68,9 @@ def main() -> None:
         ("duckdb", args.duckdb, "duckdb"),
     ):
         queries = [engine_sql(q, dialect, schema) for q in golds]
-        queries = [q for q in queries if runners.run(location, q, LIMITS).status == "ok"]  # warm, and only those that run
+        queries = [
+            q for q in queries if runners.run(location, q, LIMITS).status == "ok"
+        ]  # warm, and only those that run
         run_bare, close = bare(engine, location)
         for q in queries:
             run_bare(q)
