@@ -4,13 +4,17 @@
 # scripts/verl_venv.sh builds it once, about 2 GB, and reuses it while constraints-verl.txt is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The run explorer's tests drive Debian's Chromium with its driver (tests/view): install them when missing.
-if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+# The run explorer's tests drive Debian's Chromium with its driver (tests/view), the engine tests start
+# a throw-away PostgreSQL cluster (scripts/pg_cluster.sh): install the Debian packages when missing.
+debian_packages=()
+{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || debian_packages+=(chromium chromium-driver)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)
+if [ "${#debian_packages[@]}" -gt 0 ]; then
+    sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_packages[@]}" >/dev/null
 fi
-bash scripts/setup.sh dev trl skyrl export serve view-test
+bash scripts/setup.sh dev trl skyrl export serve view-test engines
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check src tests bench conftest.py
 .venv/bin/ruff format --check src tests bench conftest.py

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,3 +116,24 @@ def official_spider_verdicts(shared_data: Path, model: int, examples: int) -> tu
     predictions = load_predictions(folder / f"model_{model}.txt", examples)
     verdicts = [json.loads(line) for line in (folder / "official" / f"model_{model}.jsonl").read_text().splitlines()]
     return predictions, verdicts
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[str]:
+    """A throw-away PostgreSQL cluster (scripts/pg_cluster.sh: an unprivileged user, a temporary folder,
+    a Unix socket there) with an empty database ``bench``; yields its admin connection string and
+    stops the server at the end of the session. Needs the [engines] extra and PostgreSQL's server
+    programs, which scripts/test.sh installs."""
+    psycopg = pytest.importorskip("psycopg", reason="needs the [engines] extra (scripts/test.sh installs it)")
+    folder = Path(tempfile.mkdtemp(prefix="progress-sql-pg-"))
+    script = str(REPO_ROOT / "scripts" / "pg_cluster.sh")
+    started = subprocess.run(["bash", script, "start", str(folder)], capture_output=True, text=True, check=False)
+    if started.returncode != 0:
+        raise RuntimeError(f"cannot start PostgreSQL: {started.stderr.strip()}")
+    try:
+        with psycopg.connect(started.stdout.strip(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        yield started.stdout.strip().replace("/postgres?", "/bench?")
+    finally:
+        subprocess.run(["bash", script, "stop", str(folder)], capture_output=True, check=False)
+        shutil.rmtree(folder, ignore_errors=True)

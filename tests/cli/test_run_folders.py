@@ -78,6 +78,11 @@ def _inspect(music_dir: Path, out: Path) -> list[str]:
     return ["inspect", str(rollout), "--out", str(out), "--sample", "2"]
 
 
+def _port_db(music_dir: Path, out: Path) -> list[str]:
+    pytest.importorskip("duckdb", reason="needs the [engines] extra (scripts/test.sh installs it)")
+    return ["port-db", str(music_dir / "database"), "--to", f"duckdb:{out / 'duckdb'}", "--out", str(out)]
+
+
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "split": _split,
     "inspect": _inspect,
@@ -89,6 +94,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "reward-bound": _reward_bound,
     "train": _train,
     "ablate": _ablate,
+    "port-db": _port_db,
 }
 
 

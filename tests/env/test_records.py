@@ -58,12 +58,19 @@ def test_every_env_config_field_from_plain_values(tmp_path: Path) -> None:
          "progressive": {"gamma": 0.8}, "odt": {"alpha": 0.6, "weights": {"select": 0.3}}, "suite": str(tmp_path)}
     )  # fmt: skip
     assert set(ENV_FIELDS) == {"max_turns", "preset", "preset_options", "feedback", "schema_profile", "timeout_s",
-                               "max_rows", "preview_rows", "reward", "progressive", "odt", "suite"}  # fmt: skip
+                               "max_rows", "preview_rows", "reward", "progressive", "odt", "suite",
+                               "backend_db"}  # fmt: skip
     assert (config.max_turns, config.preset, dict(config.preset_options)) == (3, "spider", {"keep_distinct": True})
     assert config.progressive == ProgressiveConfig(gamma=0.8)
     assert (config.odt.alpha, config.odt.weights.select) == (0.6, 0.3)
     assert config.suite == str(tmp_path)
     assert env_config_from_mapping({}) == EnvConfig()
+    on_duckdb = env_config_from_mapping({"backend_db": f"duckdb:{tmp_path}"})
+    assert (on_duckdb.backend_db, on_duckdb.odt.dialect, on_duckdb.odt.db_engine) == (
+        f"duckdb:{tmp_path}",
+        "duckdb",
+        "DuckDB",
+    )
     given = EnvConfig(odt=OdtConfig(alpha=0.5))
     assert env_config_from_mapping({"odt": given.odt, "progressive": given.progressive}) == given  # objects pass
 

@@ -67,7 +67,13 @@ class RecordingRollout:
 
 
 def train_steps(
-    preset: str, model: Any, tokenizer: Any, music_dir: Path, pool: ExecutionPool, out: Path
+    preset: str,
+    model: Any,
+    tokenizer: Any,
+    music_dir: Path,
+    pool: ExecutionPool,
+    out: Path,
+    env_config: EnvConfig | None = None,
 ) -> tuple[list[dict[str, float]], RecordingRollout]:
     import torch
 
@@ -84,7 +90,7 @@ def train_steps(
     )  # fmt: skip
     rollout = RecordingRollout(
         TrlRollout(list(prompts.values()), tokenizer, FORMAT, HalfGoldGenerator(tokenizer, golds),
-                   env_config=EnvConfig(max_turns=2, timeout_s=2.0), pool=pool)
+                   env_config=env_config or EnvConfig(max_turns=2, timeout_s=2.0), pool=pool)
     )  # fmt: skip
     trainer = grpo_trainer(model, tokenizer, rollout, list(prompts), reward="progressive", args=args)
     from transformers.trainer_callback import PrinterCallback

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from progress_sql.errors import ProgressSQLError
 from progress_sql.execution.compare import PRESETS
+from progress_sql.execution.engines.base import Engine
 from progress_sql.runfolder import RunFolder, Summary
 
 stdout = Console(highlight=False)
@@ -226,3 +227,19 @@ def view_option() -> bool:
     return typer.Option(  # type: ignore[no-any-return]
         True, "--view/--no-view", help="Write the run explorer page (view.html, docs/view.md) into the run folder."
     )
+
+
+def backend_engine(backend_db: str | None) -> Engine:
+    """The engine of ``--backend-db`` (SQLite without one), its driver checked before anything runs."""
+    from progress_sql.execution.engines import ENGINES, engine_of
+
+    if backend_db is None:
+        return ENGINES["sqlite"]
+    engine = engine_of(backend_db)
+    if engine.name == "sqlite":
+        fail(f"--backend-db must be a postgresql:// connection string or a duckdb:DIR folder, got {backend_db!r}")
+    try:
+        engine.runner().close()
+    except ImportError as error:
+        fail(f"--backend-db {engine.display_name} needs its driver (pip install 'progress-sql[engines]'): {error}")
+    return engine

@@ -26,6 +26,7 @@ from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.odt.config import OdtConfig
 from progress_sql.progress import progress_bar
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.view.context import example_contexts, write_contexts
@@ -85,6 +86,13 @@ def eval_command(
         help=f"R-VES: time each correct answer and its gold this many times (BIRD uses {BIRD_VES_REPEATS}); "
         "0: no R-VES. The result depends on the machine.",
     ),
+    backend_db: str | None = typer.Option(
+        None,
+        "--backend-db",
+        help="Run every query on the task's databases ported by `progress-sql port-db` to this PostgreSQL "
+        "database (postgresql://...) or DuckDB folder (duckdb:DIR) instead of the SQLite files; golds are "
+        "transpiled, the model is asked for that dialect.",
+    ),
     json_output: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:
@@ -138,7 +146,11 @@ def eval_command(
         bird_metrics=with_bird,
         ves_repeats=ves_repeats,
         db_root=db_root,
+        backend_db=backend_db,
     )
+    engine = common.backend_engine(backend_db)
+    if backend_db is not None and suite is not None:
+        common.fail("--suite needs the SQLite files: it cannot be combined with --backend-db")
     sample_lists: list[list[Sample]] = []
     generator = None
     if loaded is not None:
@@ -163,14 +175,25 @@ def eval_command(
             job = bar.add_task(f"generating with {backend}", total=present)
             try:
                 sample_lists = generate_samples(
-                    examples, generator, inputs.generation, schema_profile, lambda k: bar.advance(job, k)
+                    examples,
+                    generator,
+                    inputs.generation,
+                    schema_profile,
+                    lambda k: bar.advance(job, k),
+                    db_engine=engine.display_name,
                 )
             except Exception as error:  # a backend failure (network, model) ends the run with its message
                 common.fail(f"generation failed: {type(error).__name__}: {error}")
         total = present * (1 + n)
         job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
         store = GoldStore(
-            chosen, pool=pool, limits=inputs.limits, cache=cache, suite=None if suite is None else suite_lookup(suite)
+            chosen,
+            pool=pool,
+            limits=inputs.limits,
+            cache=cache,
+            suite=None if suite is None else suite_lookup(suite),
+            backend_db=backend_db,
+            odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name),
         )
         records = evaluate(
             examples,

@@ -17,6 +17,7 @@ from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
 from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
+from progress_sql.evaluation.run import engine_settings
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -49,6 +50,12 @@ def rollout_command(
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
+    backend_db: str | None = typer.Option(
+        None,
+        "--backend-db",
+        help="Run every query on the databases ported by `progress-sql port-db` to this PostgreSQL database "
+        "(postgresql://...) or DuckDB folder (duckdb:DIR); prompts and the ODT use its dialect.",
+    ),
     as_json: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:
@@ -66,7 +73,9 @@ def rollout_command(
         schema_profile=schema_profile,  # type: ignore[arg-type]
         timeout_s=timeout,
         suite=None if suite is None else str(suite),
+        backend_db=backend_db,
     )
+    common.backend_engine(backend_db)
     generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
     generator = make_backend(
         backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
@@ -109,6 +118,7 @@ def rollout_command(
         "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         "timeout_s": timeout,
         "workers": workers or None,
+        "engine": None if backend_db is None else engine_settings(backend_db),
     }
     summary = RunSummary("rollout", settings, {"metrics": metrics})
     report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +16,7 @@ from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import describe, get_preset, judge
+from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.pool import ExecutionPool
@@ -48,8 +49,25 @@ class EnvConfig:
     progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
     odt: OdtConfig = field(default_factory=OdtConfig)
     suite: str | None = None
+    #: The ported collection every query runs on (``postgresql://...`` or ``duckdb:DIR``, see
+    #: ``progress-sql port-db``); None: each example's SQLite file. With one, the ODT's dialect and the
+    #: prompts' engine become that engine's (unless ``odt`` names another dialect).
+    backend_db: str | None = None
 
     def __post_init__(self) -> None:
+        if self.backend_db is not None:
+            engine = engine_of(self.backend_db)
+            if engine.name == "sqlite":
+                raise ConfigError(
+                    f"EnvConfig.backend_db must be a postgresql:// connection string or a duckdb:DIR folder, "
+                    f"got {self.backend_db!r}"
+                )
+            if self.suite is not None:
+                raise ConfigError("EnvConfig.suite needs SQLite files: it cannot be combined with backend_db")
+            if self.odt.dialect == "sqlite":
+                object.__setattr__(
+                    self, "odt", replace(self.odt, dialect=engine.dialect, db_engine=engine.display_name)
+                )
         if self.suite is not None and not Path(self.suite).is_dir():
             raise ConfigError(f"EnvConfig.suite: test-suite folder not found: {self.suite}")
         if self.max_turns < 1:
@@ -87,6 +105,7 @@ def make_store(config: EnvConfig, *, pool: ExecutionPool | None = None, cache: G
         cache=cache,
         odt=config.odt,
         suite=None if config.suite is None else suite_lookup(config.suite),
+        backend_db=config.backend_db,
     )
 
 
@@ -116,12 +135,14 @@ def _store_settings(config: EnvConfig) -> dict[str, object]:
         "limits": exec_limits(config),
         "odt": config.odt,
         "suite": None if config.suite is None else suite_lookup(config.suite),
+        "backend_db": config.backend_db,
     }
 
 
 def _check_store(store: GoldStore, config: EnvConfig) -> None:
     """Refuse a store that would judge or diagnose otherwise than ``config`` says."""
-    have_settings = {"preset": describe(store.preset), "limits": store.limits, "odt": store.odt, "suite": store.suite}
+    have_settings = {"preset": describe(store.preset), "limits": store.limits, "odt": store.odt, "suite": store.suite,
+                     "backend_db": store.backend_db}  # fmt: skip
     for name, want in _store_settings(config).items():
         have = have_settings[name]
         if want != have:

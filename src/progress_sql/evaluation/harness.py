@@ -104,13 +104,18 @@ def evaluate(
     runner = _Runner(store, progress)
     prepared = [[None if s.sql is None else store.preset.prepare_pred(s.sql) for s in items] for _, items in present]
     runner.run(
-        [(e.db_path, sql) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql is not None]
+        [
+            (store.location(e), sql)
+            for (e, _), sqls in zip(present, prepared, strict=True)
+            for sql in sqls
+            if sql is not None
+        ]
     )
 
     records: dict[int, EvalRecord] = {}
     pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
     for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
-        results = [None if sql is None else runner.results[(example.db_path, sql)] for sql in sqls]
+        results = [None if sql is None else runner.results[(store.location(example), sql)] for sql in sqls]
         record = _judge_example(example, items, results, gold, store, breakdown)
         if with_soft_f1:
             record = replace(record, soft_f1=_soft_f1(record, results, gold))

@@ -18,6 +18,7 @@ from progress_sql.evaluation.harness import EvalRecord, Sample
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
 from progress_sql.execution.compare import Preset, describe
+from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
@@ -35,6 +36,8 @@ def generate_samples(
     config: GenerationConfig,
     profile: SchemaProfile,
     advance: Callable[[int], object] = lambda n: None,
+    *,
+    db_engine: str = "SQLite",
 ) -> list[list[Sample]]:
     """Prompt ``backend`` (a ``backends.base`` generator) with the paper's opening messages for every
     example whose database is present and extract the SQL of each response; the examples without a
@@ -49,7 +52,7 @@ def generate_samples(
             example = examples[i]
             if example.db_path not in schemas:
                 schemas[example.db_path] = db_details(example.db_path, profile)
-            conversations.append(opening_messages(example, schemas[example.db_path]))
+            conversations.append(opening_messages(example, schemas[example.db_path], db_engine=db_engine))
         responses = backend.generate(conversations, config)
         for i, texts in zip(batch, responses, strict=True):
             found = [extract(text) for text in texts]
@@ -78,6 +81,7 @@ class EvalInputs:
     bird_metrics: bool = False  # EX / Soft-F1 (/ R-VES) as BIRD's evaluators compute them
     ves_repeats: int = 0  # R-VES timing repeats per correct answer; 0: no R-VES
     db_root: Path | None = None  # the databases folder, when given outright (--db-root)
+    backend_db: str | None = None  # the ported collection the SQL runs on (--backend-db); None: SQLite files
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,7 @@ class EvalSettings:
     workers: int | None  # None: one per core
     predictions_format: str | None = None  # the prediction file's format (predictions.FORMATS)
     bird: Mapping[str, Any] | None = None  # BIRD metrics asked for: ves_repeats, machine_dependent
+    engine: Mapping[str, Any] | None = None  # with --backend-db: engine, dialect, location (never a password)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalSettings:
@@ -136,6 +141,12 @@ class EvalSummary:
         optional = {"notes": tuple(data.get("notes", ())), "command": data.get("command", "eval")}
         required = {f.name: data[f.name] for f in fields(cls) if f.name not in optional}
         return cls(**(required | optional | {"settings": EvalSettings.from_dict(data["settings"])}))
+
+
+def engine_settings(backend_db: str) -> dict[str, str]:
+    """What a run records of its backend database: engine, SQL dialect and location, never a password."""
+    engine = engine_of(backend_db)
+    return {"engine": engine.name, "dialect": engine.dialect, "location": engine.public_location(backend_db)}
 
 
 def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -> dict[str, Any]:
@@ -191,6 +202,7 @@ def summarize_run(
         limits=asdict(inputs.limits),
         workers=inputs.workers or None,
         predictions_format=inputs.predictions_format,
+        engine=None if inputs.backend_db is None else engine_settings(inputs.backend_db),
         bird=(
             {"ves_repeats": inputs.ves_repeats, "r_ves_machine_dependent": inputs.ves_repeats > 0}
             if inputs.bird_metrics

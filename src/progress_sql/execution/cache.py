@@ -18,7 +18,7 @@ from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.sqltext import tokens
 from progress_sql.types import ExecResult, SQLValue
 
-_FORMAT = 1
+_FORMAT = 2  # 2: keys name the engine
 _digests: dict[tuple[int, int, int, int], str] = {}
 _digest_lock = threading.Lock()
 
@@ -52,15 +52,21 @@ def normalize_sql(sql: str) -> str:
 
 
 def cache_key(db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits) -> str:
-    """The key of one gold result; the file's digest is re-validated (by stat) on every call."""
-    return _key(file_digest(db_path), sql, json.dumps(preset, sort_keys=True), limits)
+    """The key of one gold result: the engine and the database's content identity (a file's digest,
+    re-validated by stat on every call; a PostgreSQL schema's recorded digest), the SQL, the preset
+    and the limits."""
+    from progress_sql.execution.engines import engine_of  # the engines' SQLite module uses file_digest
+
+    engine = engine_of(str(db_path))
+    return _key(engine.name, engine.content_identity(str(db_path)), sql, json.dumps(preset, sort_keys=True), limits)
 
 
 @lru_cache(maxsize=65_536)
-def _key(db_digest: str, sql: str, preset_json: str, limits: ExecLimits) -> str:
+def _key(engine: str, db_digest: str, sql: str, preset_json: str, limits: ExecLimits) -> str:
     payload = json.dumps(
         {
             "v": _FORMAT,
+            "engine": engine,
             "db": db_digest,
             "sql": normalize_sql(sql),
             "preset": json.loads(preset_json),

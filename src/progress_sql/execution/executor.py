@@ -47,6 +47,10 @@ class ExecLimits:
     #: deadline passes, so that a result too large to finish in time is a ``timeout`` (as a slow
     #: evaluator would see it) rather than an instant ``truncated``. Off: truncation is immediate.
     drain_after_cap: bool = False
+    #: Memory of the engines that manage their own (SQLite's cap is the pool worker's address-space
+    #: limit): DuckDB's ``memory_limit``; PostgreSQL's ``temp_file_limit``, with ``work_mem`` a
+    #: sixteenth of it (one query may hold several sorts and hashes at once).
+    memory_bytes: int = 512 * _MIB
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:

@@ -12,9 +12,10 @@ from typing import Generic, TypeVar
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
-from progress_sql.errors import GoldQueryError
+from progress_sql.errors import ConfigError, GoldQueryError
 from progress_sql.execution.cache import GoldCache, cache_key
 from progress_sql.execution.compare import Preset, describe, judge
+from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
@@ -23,7 +24,7 @@ from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.diagnose import GoldReference
 from progress_sql.sql.hardness import Hardness, hardness, hardness_of
 from progress_sql.sql.lexical import bigrams
-from progress_sql.sql.normalize import parse_for_odt
+from progress_sql.sql.normalize import parse_for_odt, transpile_sql
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Closing, Example, ExecResult, Verdict
 
@@ -82,6 +83,15 @@ class _Once(Generic[_K, _V]):
         return value
 
 
+def engine_sql(sql: str, dialect: str, schema: Schema | None = None) -> str:
+    """A SQLite gold query as the engine of ``dialect`` runs it (transpiled by sqlglot; a query sqlglot
+    cannot transpile runs as written and fails there, which makes its example ``gold_invalid``)."""
+    if dialect == DEFAULT_DIALECT:
+        return sql
+    moved = transpile_sql(sql, dialect, schema)
+    return sql if isinstance(moved, ParseFailure) else moved
+
+
 def gold_results(
     examples: Sequence[Example],
     preset: Preset,
@@ -90,18 +100,21 @@ def gold_results(
     limits: ExecLimits = DEFAULT_LIMITS,
     cache: GoldCache,
     progress: Progress | None = None,
+    backend_db: str | None = None,
+    schema_of: Callable[[str], Schema] | None = None,
 ) -> list[tuple[ExecResult, ...]]:
     """The gold results of each example under ``preset`` (all its gold queries), running each distinct
-    (database content, SQL) once in one batch and serving repeats from ``cache``."""
+    (database content, SQL) once in one batch and serving repeats from ``cache``. With ``backend_db``
+    the queries run on the example's database in that ported collection, transpiled to its dialect
+    (``schema_of(db_path)`` resolves SQLite's double-quoted tokens)."""
     described = describe(preset)
-    keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, db_path, sql)
+    keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, location, sql)
     for example in examples:
-        keyed.append(
-            [
-                (cache_key(example.db_path, sql, described, limits), example.db_path, sql)
-                for sql in preset.gold_queries(example.gold_sql)
-            ]
-        )
+        location = locate(backend_db, example.db_id, example.db_path)
+        dialect = engine_of(location).dialect
+        schema = schema_of(example.db_path) if schema_of is not None and dialect != DEFAULT_DIALECT else None
+        queries = [engine_sql(sql, dialect, schema) for sql in preset.gold_queries(example.gold_sql)]
+        keyed.append([(cache_key(location, sql, described, limits), location, sql) for sql in queries])
     found: dict[str, ExecResult] = {}
     missing: dict[str, ExecJob] = {}
     for entries in keyed:
@@ -158,8 +171,14 @@ class GoldStore(Closing):
         cache: GoldCache | None = None,
         odt: OdtConfig | None = None,
         suite: SuiteLookup | None = None,
+        backend_db: str | None = None,
     ) -> None:
+        if backend_db is not None and suite is not None:
+            raise ConfigError("test suites are SQLite databases: a suite cannot be used with a backend database")
         self.preset = preset
+        #: The ported collection the queries run on (None: each example's SQLite file); the dialect
+        #: the model writes and the ODT parses is its engine's.
+        self.backend_db = backend_db
         self._own_pool = pool is None
         self.pool = pool if pool is not None else ExecutionPool(workers=1)
         self.limits = limits
@@ -198,14 +217,34 @@ class GoldStore(Closing):
         self, examples: Sequence[Example], progress: Progress | None = None
     ) -> list[tuple[ExecResult, ...]]:
         """Only the gold results (no ODT reference), in one batch: for suite databases."""
-        return gold_results(examples, self.preset, self.pool, limits=self.limits, cache=self.cache, progress=progress)
+        return gold_results(
+            examples,
+            self.preset,
+            self.pool,
+            limits=self.limits,
+            cache=self.cache,
+            progress=progress,
+            backend_db=self.backend_db,
+            schema_of=self.schema,
+        )
 
     def _build(self, example: Example, results: tuple[ExecResult, ...] | None) -> PreparedGold:
         schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
         if results is None:
             results = self.gold_results([example])[0]
-        reference, level = prepare_reference(example.gold_sql, schema, self.odt)
+        reference, level = prepare_reference(self.gold_sql(example), schema, self.odt)
+        if self.odt.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator: the SQLite gold
+            level = hardness(example.gold_sql)
         return PreparedGold(results, reference, level, gold_problem(results))
+
+    def gold_sql(self, example: Example) -> str:
+        """The example's gold query in the dialect of the engine it runs on (the ODT reference's SQL)."""
+        dialect = engine_of(self.location(example)).dialect
+        return engine_sql(example.gold_sql, dialect, self.schema(example.db_path) if dialect != "sqlite" else None)
+
+    def location(self, example: Example) -> str:
+        """Where the example's queries run: its SQLite file, or its database in :attr:`backend_db`."""
+        return locate(self.backend_db, example.db_id, example.db_path)
 
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:
@@ -220,7 +259,7 @@ class GoldStore(Closing):
     def run_pred(self, example: Example, sql: str) -> ExecResult:
         """Run the model's SQL on the example's database in the isolated pool (the preset's
         rewrite of predictions applied)."""
-        return self.pool.run(ExecJob(example.db_path, self.preset.prepare_pred(sql), self.limits))
+        return self.pool.run(ExecJob(self.location(example), self.preset.prepare_pred(sql), self.limits))
 
     def judge(self, example: Example, sql: str) -> Verdict:
         """Run the model's SQL and judge it against the example's gold on its database."""
@@ -255,4 +294,12 @@ def _gold_key(example: Example) -> tuple[str, str]:
     return (example.db_path, example.gold_sql)
 
 
-__all__ = ["GoldStore", "PreparedGold", "SuiteLookup", "gold_problem", "gold_results", "prepare_reference"]
+__all__ = [
+    "GoldStore",
+    "PreparedGold",
+    "SuiteLookup",
+    "engine_sql",
+    "gold_problem",
+    "gold_results",
+    "prepare_reference",
+]

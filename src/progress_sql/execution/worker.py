@@ -8,7 +8,8 @@ import sqlite3
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
-from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits, Executor
+from progress_sql.execution.engines import EngineRunners
+from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.types import ExecResult
 
 #: How many rows of a truncated result travel back to the parent (a prefix, for inspection).
@@ -19,7 +20,8 @@ READY = "ready"
 
 @dataclass(frozen=True, slots=True)
 class ExecJob:
-    """One statement to run on one database file."""
+    """One statement to run on one database: a SQLite file path or another engine's location
+    (:func:`progress_sql.execution.engines.engine_of`)."""
 
     db_path: str
     sql: str
@@ -45,7 +47,7 @@ def limit_memory(memory_bytes: int | None) -> None:
 def worker_main(conn: Connection, memory_bytes: int | None) -> None:
     """Serve jobs from ``conn`` until it sends None or closes."""
     limit_memory(memory_bytes)
-    executor = Executor()
+    executor = EngineRunners()
     conn.send(READY)
     while True:
         try:

@@ -46,7 +46,7 @@ from progress_sql.odt.score import compare_trees
 from progress_sql.odt.tags import TAG_ORDER, Finding
 from progress_sql.sql.lexical import bigrams, lexical_similarity
 from progress_sql.sql.parse import ParseFailure
-from progress_sql.sql.verdict import sqlite_rejection
+from progress_sql.sql.verdict import engine_rejection
 
 DiagnosisStatus = Literal["ok", "pred_unparsable", "gold_unparsable"]
 _DEFAULT = OdtConfig()
@@ -123,7 +123,7 @@ def diagnose(
     if isinstance(pred_tree, ParseFailure):
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
     # SQLite's verdict only where sqlglot built a tree: what sqlglot refuses, SQLite refuses too.
-    rejection = sqlite_rejection(pred_text, schema.tables) if schema is not None else None
+    rejection = engine_rejection(pred_text, schema.tables, config.dialect) if schema is not None else None
     if rejection is not None:
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, rejection, config)
     comparison = compare_trees(pred_tree, gold.tree, config)

@@ -1,4 +1,4 @@
-"""SQLite's own verdict on a statement: does SQLite compile it against the schema? sqlglot accepts SQL
+"""The engine's own verdict on a statement. SQLite's: does SQLite compile it against the schema? sqlglot accepts SQL
 that SQLite rejects (``SELECT FROM t``, a GROUP BY without keys, ``DISTINCT ON``, ``FETCH FIRST``,
 ``> ALL (...)``); the ODT asks SQLite before it profiles (docs/odt.md#the-parser).
 
@@ -12,6 +12,9 @@ True
 'SQLite: near "FROM": syntax error'
 >>> sqlite_rejection("SELECT nickname FROM singer", schema)
 'SQLite: no such column: nickname'
+
+PostgreSQL's and DuckDB's verdicts are their own parsers' (syntax only: libpg_query through pglast,
+DuckDB's ``extract_statements``); :func:`engine_rejection` picks one by sqlglot dialect.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from progress_sql.sql.parse import strip_sql
 
@@ -95,3 +98,51 @@ def sqlite_rejection(sql: str, tables: TableColumns) -> str | None:
     except (ValueError, OverflowError) as error:  # e.g. a NUL character in the text
         return f"SQLite: {error}"
     return None
+
+
+def postgres_rejection(sql: str, tables: TableColumns) -> str | None:
+    """Why PostgreSQL's parser (libpg_query, through pglast) refuses ``sql`` (syntax only)."""
+    from pglast import parser
+
+    try:
+        statements = parser.parse_sql(strip_sql(sql))
+    except parser.ParseError as error:
+        return f"PostgreSQL: {error}"
+    if len(statements) != 1:
+        return f"PostgreSQL: expected exactly one statement, found {len(statements)}"
+    return None
+
+
+def duckdb_rejection(sql: str, tables: TableColumns) -> str | None:
+    """Why DuckDB's parser refuses ``sql`` (syntax only; a parser-only in-memory connection per thread)."""
+    import duckdb
+
+    conn = _LOCAL.__dict__.get("duckdb")
+    if conn is None:
+        conn = _LOCAL.__dict__["duckdb"] = duckdb.connect(":memory:", config={"enable_external_access": False})
+    try:
+        statements = conn.extract_statements(strip_sql(sql))
+    except duckdb.Error as error:
+        return f"DuckDB: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    if len(statements) != 1:
+        return f"DuckDB: expected exactly one statement, found {len(statements)}"
+    return None
+
+
+#: The verdict of each sqlglot dialect's engine.
+VERDICTS: dict[str, Callable[[str, TableColumns], str | None]] = {
+    "sqlite": sqlite_rejection,
+    "postgres": postgres_rejection,
+    "duckdb": duckdb_rejection,
+}
+
+
+def engine_rejection(sql: str, tables: TableColumns, dialect: str = "sqlite") -> str | None:
+    """Why the engine of ``dialect`` refuses ``sql`` (None when it accepts it, or when that dialect
+    has no verdict here: sqlglot's parse is then the only judge).
+
+    >>> engine_rejection("SELECT FROM singer", {"singer": ("name",)}, "sqlite")
+    'SQLite: near "FROM": syntax error'
+    """
+    verdict = VERDICTS.get(dialect)
+    return None if verdict is None else verdict(sql, tables)

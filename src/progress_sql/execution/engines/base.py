@@ -1,0 +1,112 @@
+"""What every execution engine provides (:class:`Engine`), the per-process runner it makes
+(:class:`EngineRunner`), and the value conversions the engines share: every engine hands back
+SQLite's value classes (``int | float | str | bytes | None``) so that one comparison preset judges a
+result the same way whatever engine produced it (docs/semantics.md#engines-and-normalisation)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import uuid
+from typing import Any, Literal, Protocol
+
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.types import ExecResult, SQLValue
+
+EngineName = Literal["sqlite", "postgresql", "duckdb"]
+ENGINE_NAMES: tuple[EngineName, ...] = ("sqlite", "postgresql", "duckdb")
+
+
+class EngineRunner(Protocol):
+    """Runs statements in the current process (a pool worker), keeping connections between jobs."""
+
+    def run(self, location: str, sql: str, limits: ExecLimits) -> ExecResult:
+        """Execute ``sql`` at ``location``; never raises on bad SQL (errors and timeouts are statuses)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Engine(Protocol):
+    """One database engine: how a location names a database on it, how SQL runs there safely, and
+    what it is called in prompts and in sqlglot."""
+
+    @property
+    def name(self) -> EngineName: ...
+
+    @property
+    def display_name(self) -> str:
+        """How prompts name the engine ("SQLite", "PostgreSQL", "DuckDB")."""
+        ...
+
+    @property
+    def dialect(self) -> str:
+        """The engine's sqlglot dialect."""
+        ...
+
+    def claims(self, location: str) -> bool:
+        """Whether ``location`` (a path or a connection string) names a database of this engine."""
+        ...
+
+    def runner(self) -> EngineRunner:
+        """A new runner for this process (the driver is imported here, not at module import)."""
+        ...
+
+    def content_identity(self, location: str) -> str:
+        """A digest of the database's contents (gold-cache keys; trusted code, not the pool)."""
+        ...
+
+    def locate(self, backend_db: str, db_id: str) -> str:
+        """The location of database ``db_id`` under the ported collection ``backend_db``."""
+        ...
+
+    def public_location(self, location: str) -> str:
+        """``location`` as it may be written to files and logs: never with a password."""
+        ...
+
+
+def decimal_value(value: decimal.Decimal) -> int | float:
+    """A NUMERIC / DECIMAL as SQLite would hold it: integral values without a fraction part as int,
+    others as the nearest float (PostgreSQL's 16+ significant digits round back to SQLite's double).
+
+    >>> decimal_value(decimal.Decimal("6")), decimal_value(decimal.Decimal("2.3333333333333333"))
+    (6, 2.3333333333333335)
+    >>> decimal_value(decimal.Decimal("3.00"))
+    3.0
+    """
+    exponent = value.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= 0:
+        return int(value)
+    return float(value)
+
+
+def plain_value(value: Any) -> SQLValue:
+    """Any driver value as a SQLite value class (the table per engine: docs/semantics.md).
+
+    >>> plain_value(True), plain_value(datetime.date(2020, 1, 2)), plain_value(memoryview(b"ab"))
+    (1, '2020-01-02', b'ab')
+    >>> plain_value(datetime.datetime(2020, 1, 2, 3, 4, 5))
+    '2020-01-02 03:04:05'
+    """
+    kind = value.__class__
+    if value is None or kind is int or kind is str or kind is float or kind is bytes:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        return int(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, decimal.Decimal):
+        return decimal_value(value) if value.is_finite() else float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return str(value)  # lists, structs, JSON, intervals: their text

@@ -1,0 +1,188 @@
+"""DuckDB in the worker process. A location is a DuckDB file: ``duckdb:///abs/path.duckdb``, or any
+path ending in ``.duckdb``; a ported collection is a folder of ``<db_id>.duckdb`` files. The guards, in
+DuckDB's own terms (docs/semantics.md#duckdb): the statement gate plus DuckDB's own parse (exactly one
+statement, of type SELECT); a ``read_only`` connection; ``enable_external_access = false`` (no files,
+no ATTACH, no COPY); extension auto-loading and auto-installing off; ``memory_limit`` and ``threads``;
+the configuration locked; ``interrupt()`` from a timer at the deadline; fetching in batches under the
+row and byte caps; the pool's worker processes around it all."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from progress_sql.execution.engines.base import EngineName, EngineRunner, plain_value
+from progress_sql.execution.executor import ExecLimits, statement_gate
+from progress_sql.types import ExecResult, Row
+
+_SCHEME = "duckdb:"
+_SUFFIXES = (".duckdb", ".ddb")
+#: Rows per fetch.
+FETCH_ROWS = 1_000
+
+
+def duckdb_path(location: str) -> str:
+    """The file a DuckDB location names.
+
+    >>> duckdb_path("duckdb:///data/bench/superhero.duckdb"), duckdb_path("x/y.duckdb")
+    ('/data/bench/superhero.duckdb', 'x/y.duckdb')
+    """
+    if location.startswith(_SCHEME):
+        rest = location[len(_SCHEME) :]
+        return "/" + rest.lstrip("/") if rest.startswith("//") else rest
+    return location
+
+
+def safe_config(limits: ExecLimits) -> dict[str, Any]:
+    """The settings every query's connection opens with (then the configuration is locked)."""
+    return {
+        "enable_external_access": False,
+        "autoload_known_extensions": False,
+        "autoinstall_known_extensions": False,
+        "allow_community_extensions": False,
+        "allow_unsigned_extensions": False,
+        "memory_limit": f"{max(1, limits.memory_bytes // 2**20)}MB",
+        "threads": 1,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class DuckdbEngine:
+    @property
+    def name(self) -> EngineName:
+        return "duckdb"
+
+    @property
+    def display_name(self) -> str:
+        return "DuckDB"
+
+    @property
+    def dialect(self) -> str:
+        return "duckdb"
+
+    def claims(self, location: str) -> bool:
+        return location.startswith(_SCHEME) or location.lower().endswith(_SUFFIXES)
+
+    def runner(self) -> EngineRunner:
+        return DuckdbRunner()
+
+    def content_identity(self, location: str) -> str:
+        from progress_sql.execution.cache import file_digest  # cache.py keys through the engine registry
+
+        return file_digest(duckdb_path(location))
+
+    def locate(self, backend_db: str, db_id: str) -> str:
+        return f"{_SCHEME}{Path(duckdb_path(backend_db)).resolve() / f'{db_id}.duckdb'}"
+
+    def public_location(self, location: str) -> str:
+        return location
+
+
+class DuckdbRunner:
+    """Keeps a few read-only connections (one per file and memory cap)."""
+
+    def __init__(self, max_connections: int = 8) -> None:
+        import duckdb
+
+        self._duckdb = duckdb
+        self._connections: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._max_connections = max_connections
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    def _connection(self, path: str, limits: ExecLimits) -> Any:
+        key = (path, limits.memory_bytes)
+        conn = self._connections.get(key)
+        if conn is not None:
+            self._connections.move_to_end(key)
+            return conn
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"database file not found: {path}")
+        conn = self._duckdb.connect(path, read_only=True, config=safe_config(limits))
+        conn.execute("SET lock_configuration = true")
+        self._connections[key] = conn
+        if len(self._connections) > self._max_connections:
+            _, oldest = self._connections.popitem(last=False)
+            oldest.close()
+        return conn
+
+    def _refusal(self, conn: Any, sql: str) -> str | None:
+        """Why ``sql`` may not run: the shared gate, then DuckDB's own parse of it."""
+        refusal = statement_gate(sql)
+        if refusal is not None:
+            return refusal
+        statements = conn.extract_statements(sql)
+        if len(statements) != 1:
+            return f"expected exactly one statement, found {len(statements)}"
+        kind = statements[0].type
+        if kind != self._duckdb.StatementType.SELECT:
+            return f"only SELECT, WITH and VALUES statements may run, found {kind.name}"
+        return None
+
+    def run(self, location: str, sql: str, limits: ExecLimits) -> ExecResult:
+        start = time.perf_counter()
+        duckdb = self._duckdb
+        path = duckdb_path(location)
+        try:
+            conn = self._connection(path, limits)
+        except (duckdb.Error, OSError) as error:
+            return ExecResult("error", error=f"cannot open database: {_message(error)}")
+        fired = threading.Event()
+
+        def interrupt() -> None:
+            fired.set()
+            conn.interrupt()
+
+        timer = threading.Timer(limits.timeout_s, interrupt)
+        timer.daemon = True
+        rows: list[Row] = []
+        columns: tuple[str, ...] = ()
+        truncated = False
+        try:
+            refusal = self._refusal(conn, sql)
+            if refusal is not None:
+                return ExecResult("error", error=refusal, elapsed_s=time.perf_counter() - start)
+            timer.start()
+            cursor = conn.execute(sql)
+            columns = tuple(d[0] for d in cursor.description or ())
+            size = 0
+            while not truncated:
+                batch = cursor.fetchmany(FETCH_ROWS)
+                if not batch:
+                    break
+                for raw in batch:
+                    row = tuple(plain_value(v) for v in raw)
+                    for value in row:
+                        size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
+                    if len(rows) >= limits.max_rows or size > limits.max_bytes:
+                        truncated = True
+                        break
+                    rows.append(row)
+        except (duckdb.Error, ValueError, OverflowError, UnicodeError, RuntimeError) as error:
+            rows.clear()
+            elapsed = time.perf_counter() - start
+            if fired.is_set() or isinstance(error, duckdb.InterruptException):
+                return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
+            if isinstance(error, duckdb.OutOfMemoryException):
+                return ExecResult("error", error="out of memory", elapsed_s=elapsed)
+            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+        except MemoryError:
+            rows.clear()
+            return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
+        finally:
+            timer.cancel()
+        return ExecResult(
+            "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
+        )
+
+
+def _message(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text[:500]

@@ -1,0 +1,256 @@
+"""PostgreSQL through psycopg 3 against a real server. A location is a ``postgresql://`` connection
+string whose fragment names the schema (``postgresql://reader@/bench?host=/run/pg#superhero``). The
+guards, each in PostgreSQL's own terms (docs/semantics.md#postgresql): the statement gate; a role that
+may only SELECT (``progress-sql port-db`` creates it, with ``default_transaction_read_only``); every
+query in its own ``READ ONLY`` transaction, rolled back afterwards, so no session setting outlives it;
+``statement_timeout`` plus a cancel from a timer at the deadline (a server-side timeout covers one
+statement, the timer the whole fetch); ``work_mem`` and ``temp_file_limit``; a server-side cursor
+fetched in batches under the row and byte caps; the pool's worker processes around the driver."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from progress_sql.execution.engines.base import EngineName, EngineRunner, plain_value
+from progress_sql.execution.executor import ExecLimits, statement_gate
+from progress_sql.types import ExecResult, Row
+
+#: The comment ``progress-sql port-db`` puts on each schema it fills: the content digest follows.
+CONTENT_COMMENT = "progress-sql content sha256:"
+#: Rows per FETCH from the server-side cursor.
+FETCH_ROWS = 1_000
+#: Seconds a connection attempt may take.
+CONNECT_TIMEOUT_S = 10
+_SCHEMES = ("postgresql://", "postgres://")
+_identities: dict[str, str] = {}
+_identities_lock = threading.Lock()
+
+
+def split_location(location: str) -> tuple[str, str | None]:
+    """(connection string, schema) of a location: the schema is the URL's fragment.
+
+    >>> split_location("postgresql://reader@/bench?host=/tmp#superhero")
+    ('postgresql://reader@/bench?host=/tmp', 'superhero')
+    """
+    conninfo, _, schema = location.partition("#")
+    return conninfo, schema or None
+
+
+def _connect(conninfo: str, *, autocommit: bool) -> Any:
+    import psycopg
+
+    return psycopg.connect(
+        conninfo, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S, application_name="progress-sql"
+    )
+
+
+def schema_digest(conn: Any, schema: str) -> str:
+    """A digest of every table of ``schema``: each table's rows as text, sorted, hashed by the
+    server (reads every row: the fallback for schemas that ``port-db`` did not fill)."""
+    from psycopg import sql
+
+    tables = conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s ORDER BY table_name", (schema,)
+    ).fetchall()
+    digest = hashlib.sha256()
+    for (table,) in tables:
+        query = sql.SQL("SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) FROM {} t").format(
+            sql.Identifier(schema, table)
+        )
+        (value,) = conn.execute(query).fetchone()
+        digest.update(f"{table}\t{value}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresEngine:
+    @property
+    def name(self) -> EngineName:
+        return "postgresql"
+
+    @property
+    def display_name(self) -> str:
+        return "PostgreSQL"
+
+    @property
+    def dialect(self) -> str:
+        return "postgres"
+
+    def claims(self, location: str) -> bool:
+        return location.startswith(_SCHEMES)
+
+    def runner(self) -> EngineRunner:
+        return PostgresRunner()
+
+    def content_identity(self, location: str) -> str:
+        """The digest ``port-db`` recorded in the schema's comment, else one computed from its rows;
+        once per location and process."""
+        with _identities_lock:
+            known = _identities.get(location)
+        if known is not None:
+            return known
+        conninfo, schema = split_location(location)
+        schema = schema or "public"
+        with _connect(conninfo, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s", (schema,)
+            ).fetchone()
+            comment = row[0] if row else None
+            if comment and comment.startswith(CONTENT_COMMENT):
+                identity = str(comment[len(CONTENT_COMMENT) :])
+            else:
+                identity = schema_digest(conn, schema)
+        with _identities_lock:
+            _identities[location] = identity
+        return identity
+
+    def locate(self, backend_db: str, db_id: str) -> str:
+        return f"{split_location(backend_db)[0]}#{db_id}"
+
+    def public_location(self, location: str) -> str:
+        parts = urlsplit(location)
+        if parts.password is None:
+            return location
+        host = parts.hostname or ""
+        netloc = f"{parts.username}@{host}" if parts.username else host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class PostgresRunner:
+    """Keeps one connection per location (a few); each query runs in its own read-only transaction."""
+
+    def __init__(self, max_connections: int = 8) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        self._connections: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._max_connections = max_connections
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    def _connection(self, location: str, limits: ExecLimits) -> Any:
+        key = (location, limits.memory_bytes)
+        conn = self._connections.get(key)
+        if conn is not None and not conn.closed and not conn.broken:
+            self._connections.move_to_end(key)
+            return conn
+        self._connections.pop(key, None)
+        conninfo, schema = split_location(location)
+        conn = _connect(conninfo, autocommit=True)
+        try:
+            self._configure(conn, schema, limits)
+        except BaseException:
+            conn.close()
+            raise
+        conn.read_only = True  # psycopg opens every transaction with BEGIN READ ONLY from now on
+        conn.autocommit = False
+        self._connections[key] = conn
+        if len(self._connections) > self._max_connections:
+            _, oldest = self._connections.popitem(last=False)
+            oldest.close()
+        return conn
+
+    def _configure(self, conn: Any, schema: str | None, limits: ExecLimits) -> None:
+        psycopg = self._psycopg
+        from psycopg import sql
+
+        if schema is not None:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+            if found is None:
+                raise psycopg.OperationalError(f"schema {schema!r} not found")
+            conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+        conn.execute("SET default_transaction_read_only = on")
+        conn.execute(
+            sql.SQL("SET work_mem = {}").format(sql.Literal(f"{max(64, limits.memory_bytes // 16 // 1024)}kB"))
+        )
+        # needs the SET privilege on it (port-db grants it); the role's default applies otherwise
+        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+            conn.execute(sql.SQL("SET temp_file_limit = {}").format(sql.Literal(f"{limits.memory_bytes // 1024}kB")))
+
+    def run(self, location: str, sql: str, limits: ExecLimits) -> ExecResult:
+        start = time.perf_counter()
+        refusal = statement_gate(sql)
+        if refusal is not None:
+            return ExecResult("error", error=refusal, elapsed_s=time.perf_counter() - start)
+        if "\x00" in sql:
+            return ExecResult("error", error="the SQL contains a NUL character", elapsed_s=time.perf_counter() - start)
+        psycopg = self._psycopg
+        try:
+            conn = self._connection(location, limits)
+        except psycopg.Error as error:
+            return ExecResult("error", error=f"cannot open database: {_message(error)}")
+        fired = threading.Event()
+
+        def cancel() -> None:
+            fired.set()
+            conn.cancel_safe()
+
+        timer = threading.Timer(limits.timeout_s, cancel)
+        timer.daemon = True
+        rows: list[Row] = []
+        columns: tuple[str, ...] = ()
+        truncated = False
+        try:
+            timer.start()
+            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(limits.timeout_s * 1000))}")
+            with conn.cursor(name="progress_sql_query") as cursor:
+                cursor.execute(sql)  # untrusted text by design
+                columns = tuple(d.name for d in cursor.description or ())
+                size = 0
+                while not truncated:
+                    batch = cursor.fetchmany(FETCH_ROWS)
+                    if not batch:
+                        break
+                    for raw in batch:
+                        row = tuple(plain_value(v) for v in raw)
+                        for value in row:
+                            size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
+                        if len(rows) >= limits.max_rows or size > limits.max_bytes:
+                            truncated = True
+                            break
+                        rows.append(row)
+        except psycopg.errors.QueryCanceled as error:
+            rows.clear()
+            elapsed = time.perf_counter() - start
+            if fired.is_set() or "statement timeout" in str(error):
+                return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
+            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+        except (psycopg.Error, ValueError, OverflowError, UnicodeError) as error:
+            rows.clear()
+            elapsed = time.perf_counter() - start
+            if isinstance(error, psycopg.errors.OutOfMemory):
+                return ExecResult("error", error="out of memory", elapsed_s=elapsed)
+            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+        except MemoryError:
+            rows.clear()
+            return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
+        finally:
+            timer.cancel()
+            self._end_transaction(location, limits, conn)
+        return ExecResult(
+            "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
+        )
+
+    def _end_transaction(self, location: str, limits: ExecLimits, conn: Any) -> None:
+        try:
+            conn.rollback()  # nothing the query did (a set_config, a lock) outlives it
+        except self._psycopg.Error:
+            self._connections.pop((location, limits.memory_bytes), None)
+            conn.close()
+
+
+def _message(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text[:500]

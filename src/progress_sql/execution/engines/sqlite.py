@@ -1,0 +1,42 @@
+"""SQLite: the package's own :class:`~progress_sql.execution.executor.Executor` behind the engine
+interface (a location is a file path; a ported collection is not needed: examples name their files)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from progress_sql.execution.engines.base import EngineName, EngineRunner
+from progress_sql.execution.executor import Executor
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteEngine:
+    @property
+    def name(self) -> EngineName:
+        return "sqlite"
+
+    @property
+    def display_name(self) -> str:
+        return "SQLite"
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite"
+
+    def claims(self, location: str) -> bool:
+        return True  # the fallback: every location no other engine claims is a SQLite file
+
+    def runner(self) -> EngineRunner:
+        return Executor()
+
+    def content_identity(self, location: str) -> str:
+        from progress_sql.execution.cache import file_digest  # cache.py keys through this registry
+
+        return file_digest(location)
+
+    def locate(self, backend_db: str, db_id: str) -> str:
+        return str(Path(backend_db) / db_id / f"{db_id}.sqlite")
+
+    def public_location(self, location: str) -> str:
+        return location

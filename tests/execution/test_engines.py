@@ -1,0 +1,133 @@
+"""The PostgreSQL (a real throw-away server) and DuckDB backends: port-db's copy, its verification and
+determinism, value normalisation, the gold cache's keys, and the music golds agreeing with SQLite."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from progress_sql.data.schema import read_schema
+from progress_sql.data.tasks import load_task
+from progress_sql.execution.cache import cache_key
+from progress_sql.execution.compare import describe, get_preset, judge
+from progress_sql.execution.engines import EngineRunners, engine_of, locate, public_location
+from progress_sql.execution.engines.base import plain_value
+from progress_sql.execution.executor import DEFAULT_LIMITS
+from progress_sql.execution.gold import engine_sql
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.port import port_database, reader_location
+from progress_sql.execution.worker import ExecJob
+
+pytest.importorskip("duckdb", reason="needs the [engines] extra (scripts/test.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def ported(music_dir: Path, pg_admin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    source = music_dir / "database" / "music" / "music.sqlite"
+    duck = f"duckdb:{tmp_path_factory.mktemp('duck')}"
+    return {
+        "source": source,
+        "postgresql": port_database(source, pg_admin, "music"),
+        "duckdb": port_database(source, duck, "music"),
+        "collections": {"postgresql": reader_location(pg_admin), "duckdb": duck},
+        "admin": pg_admin,
+    }
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "duckdb"])
+def test_port_copies_every_table_and_verifies_it(ported: dict[str, Any], engine: str) -> None:
+    port = ported[engine]
+    assert port.verified
+    assert sorted(t.table for t in port.tables) == ["concert", "singer", "singer_in_concert", "stadium"]
+    assert all(t.rows > 0 for t in port.tables)
+    types = {(c.table, c.column): c.target_type for c in port.columns}
+    assert types[("singer", "age")] == "BIGINT"
+    assert types[("singer", "name")] in ("TEXT", "VARCHAR")
+    assert public_location(port.location) == port.location  # no password to hide
+
+
+def test_locations_never_show_a_password() -> None:
+    location = "postgresql://reader:s3cret@db.example:5432/bench#music"
+    assert public_location(location) == "postgresql://reader@db.example:5432/bench#music"
+    assert "s3cret" not in public_location(locate("postgresql://reader:s3cret@h/bench", "music", "x.sqlite"))
+
+
+def test_port_is_deterministic(ported: dict[str, Any], tmp_path: Path) -> None:
+    again = port_database(ported["source"], f"duckdb:{tmp_path}", "music")
+    assert again.content_digest == ported["duckdb"].content_digest
+    assert [t.checksum for t in again.tables] == [t.checksum for t in ported["duckdb"].tables]
+    repeated = port_database(ported["source"], ported["admin"], "music")
+    assert repeated.content_digest == ported["postgresql"].content_digest
+
+
+def test_cache_keys_name_the_engine_and_the_content(ported: dict[str, Any]) -> None:
+    described = describe(get_preset("bird"))
+    sqlite = cache_key(str(ported["source"]), "SELECT 1", described, DEFAULT_LIMITS)
+    keys = {sqlite}
+    for engine in ("postgresql", "duckdb"):
+        location = locate(ported["collections"][engine], "music", str(ported["source"]))
+        assert engine_of(location).name == engine
+        keys.add(cache_key(location, "SELECT 1", described, DEFAULT_LIMITS))
+    assert len(keys) == 3
+
+
+def test_values_come_back_as_sqlite_classes() -> None:
+    assert plain_value(True) == 1
+    assert isinstance(plain_value(True), int)
+    assert plain_value(decimal.Decimal("12")) == 12
+    assert isinstance(plain_value(decimal.Decimal("12")), int)
+    assert plain_value(decimal.Decimal("2.3333333333333333")) == 7 / 3  # PostgreSQL's AVG of 1, 2, 4
+    assert plain_value(datetime.date(2014, 5, 1)) == "2014-05-01"
+    assert plain_value(memoryview(b"\x00\x01")) == b"\x00\x01"
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "duckdb"])
+def test_engine_results_normalise_to_what_sqlite_returns(ported: dict[str, Any], engine: str) -> None:
+    runners = EngineRunners()
+    try:
+        location = locate(ported["collections"][engine], "music", str(ported["source"]))
+        result = runners.run(
+            location, "SELECT 1 = 1, avg(age), count(*), CAST(NULL AS TEXT) FROM singer", DEFAULT_LIMITS
+        )
+        sqlite = runners.run(
+            str(ported["source"]), "SELECT 1 = 1, avg(age), count(*), NULL FROM singer", DEFAULT_LIMITS
+        )
+    finally:
+        runners.close()
+    assert result.status == "ok", result.error
+    assert result.rows == sqlite.rows
+    assert [type(v) for v in result.rows[0]] == [type(v) for v in sqlite.rows[0]]
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "duckdb"])
+def test_music_golds_transpiled_agree_with_sqlite(ported: dict[str, Any], engine: str, music_dir: Path) -> None:
+    examples = load_task(str(music_dir / "questions.json"), music_dir)
+    preset = get_preset("spider")
+    schema = read_schema(ported["source"])
+    dialect = engine_of(ported["collections"][engine]).dialect
+    with ExecutionPool(workers=1) as pool:
+        base = pool.run_many([ExecJob(e.db_path, e.gold_sql) for e in examples])
+        moved = pool.run_many(
+            [
+                ExecJob(
+                    locate(ported["collections"][engine], e.db_id, e.db_path), engine_sql(e.gold_sql, dialect, schema)
+                )
+                for e in examples
+            ]
+        )
+    verdicts = [judge(preset, e.gold_sql, [b], m) for e, b, m in zip(examples, base, moved, strict=True)]
+    differ = [e.gold_sql for e, v in zip(examples, verdicts, strict=True) if not v.match]
+    # The one allowed difference: two stadiums tie for the most concerts, and LIMIT 1 picks either
+    # (an order the engines need not share; docs/semantics.md lists it among the causes).
+    tie = "GROUP BY T1.stadium_id ORDER BY count(*) DESC LIMIT 1"
+    assert all(tie in sql for sql in differ), differ
+    counts = EngineRunners().run(
+        str(ported["source"]),
+        "SELECT count(*) FROM concert GROUP BY stadium_id ORDER BY 1 DESC LIMIT 2",
+        DEFAULT_LIMITS,
+    )
+    assert not differ or counts.rows[0] == counts.rows[1]
