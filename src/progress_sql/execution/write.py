@@ -11,7 +11,7 @@ stopped. The job runs in the pool's isolated workers like a read (:class:`WriteJ
 :class:`~progress_sql.execution.worker.ExecJob`), so the memory cap and the hard kill apply too.
 
 >>> split_statements("INSERT INTO t VALUES ('a;b'); DELETE FROM t WHERE x = 1")
-['INSERT INTO t VALUES (\\'a;b\\');', 'DELETE FROM t WHERE x = 1']
+["INSERT INTO t VALUES ('a;b');", 'DELETE FROM t WHERE x = 1']
 >>> write_gate("DROP TABLE singer", WriteSpec(("singer",), ()))
 'this task allows only INSERT, UPDATE, DELETE statements (on singer), found DROP'
 """
