@@ -119,8 +119,10 @@ def write_instruction(example: Example) -> str:
     """What a write task's round-1 prompt adds after the question: the statements it may use.
 
     >>> from progress_sql.types import WriteSpec
-    >>> write_instruction(Example(0, "q", "d", "d.sqlite", "DELETE FROM t", write=WriteSpec(("t",), ())))
-    'Task: change the database. Inside <sql>...</sql>, write INSERT, UPDATE or DELETE statements on t (separated by ;); queries on the resulting data will check the change.'
+    >>> print(write_instruction(Example(0, "q", "d", "d.sqlite", "DELETE FROM t", write=WriteSpec(("t",), ()))))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Task: change the database. Inside <sql>...</sql>, write INSERT, UPDATE or DELETE statements on t
+    (separated by ;); queries on the resulting data will check the change.
     """
     spec = example.write
     if spec is None:

@@ -59,7 +59,8 @@ def test_every_env_config_field_from_plain_values(tmp_path: Path) -> None:
          "tasks": {"offer_ask": True, "guess_wrong": -2.0}}
     )  # fmt: skip
     assert set(ENV_FIELDS) == {"max_turns", "preset", "preset_options", "feedback", "schema_profile", "timeout_s",
-                               "max_rows", "preview_rows", "reward", "progressive", "odt", "suite", "tasks"}  # fmt: skip
+                               "max_rows", "preview_rows", "reward", "progressive", "odt", "suite",
+                               "tasks"}  # fmt: skip
     assert (config.tasks.offer_ask, config.tasks.guess_wrong) == (True, -2.0)
     assert (config.max_turns, config.preset, dict(config.preset_options)) == (3, "spider", {"keep_distinct": True})
     assert config.progressive == ProgressiveConfig(gamma=0.8)

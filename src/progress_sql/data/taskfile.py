@@ -34,7 +34,9 @@ def _strings(value: Any, name: str, where: str, *, empty: bool = False) -> tuple
 def _rows(value: Any, where: str) -> tuple[Row, ...] | None:
     if value is None:
         return None
-    if not isinstance(value, Sequence) or not all(isinstance(row, Sequence) and not isinstance(row, str) for row in value):
+    if not isinstance(value, Sequence) or not all(
+        isinstance(row, Sequence) and not isinstance(row, str) for row in value
+    ):
         raise DatasetError(f"{where}: expected must be a list of rows (lists of values), got {value!r}")
     return tuple(tuple(row) for row in value)
 

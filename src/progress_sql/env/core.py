@@ -276,7 +276,8 @@ class SQLRefineEnv(Closing):
 
     def _ask(self, response: str, extracted: Extracted) -> StepResult:
         """A clarifying question: the user answers it; it uses a turn and answers nothing."""
-        assert self._example is not None and extracted.ask is not None
+        assert self._example is not None
+        assert extracted.ask is not None
         self._turn_count += 1
         reply = self.user.answer(self._example, extracted.ask)
         open_slot = reply.slot if reply.slot is not None and reply.slot not in self._asks else None
@@ -327,7 +328,9 @@ class SQLRefineEnv(Closing):
         level = self.config.feedback
         if level != "tags" and self._example is not None and self._example.write is not None:
             # A write's result has no rows to preview: the checks say how far it got.
-            details = result.error[:300] if result.status != "ok" and result.error else (verdict.reason if verdict else "")
+            details = (
+                result.error[:300] if result.status != "ok" and result.error else (verdict.reason if verdict else "")
+            )
             details = f"The checks report: {details}." if details else ""
         elif level != "tags" and result.status != "ok" and result.error:
             details = f"The database reported: {result.error[:300]}"

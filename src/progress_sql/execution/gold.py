@@ -201,7 +201,9 @@ class GoldStore(Closing):
         """Only the gold results (no ODT reference), in one batch: for suite databases. A write
         task's gold result is its reference script's outcome (execution/write.py), run on a copy."""
         reads = [e for e in examples if e.write is None]
-        read = iter(gold_results(reads, self.preset, self.pool, limits=self.limits, cache=self.cache, progress=progress))
+        read = iter(
+            gold_results(reads, self.preset, self.pool, limits=self.limits, cache=self.cache, progress=progress)
+        )
         jobs = [write_job(e.db_path, e.gold_sql, e.write, self.limits) for e in examples if e.write is not None]
         tick = (lambda _i, _r: progress(1)) if progress and jobs else None
         written = iter(self.pool.run_many(jobs, on_result=tick) if jobs else [])

@@ -54,6 +54,7 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
             break
         if job is None:
             break
+        result: ExecResult
         try:
             if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
                 from progress_sql.execution.write import run_write

@@ -24,7 +24,7 @@ import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -39,7 +39,7 @@ from progress_sql.execution.executor import (
     statement_gate,
 )
 from progress_sql.execution.worker import ExecJob
-from progress_sql.types import ExecResult, Verdict, WriteSpec, WriteStatement
+from progress_sql.types import ExecResult, Verdict, VerdictStatus, WriteSpec, WriteStatement
 
 if TYPE_CHECKING:  # the worker imports this module: the presets (and sqlglot) load only where judging runs
     from progress_sql.execution.compare import Preset
@@ -181,9 +181,11 @@ def _copy(db_path: str, limits: ExecLimits, deadline: float, target: str) -> sql
                 raise _DeadlinePassedError
 
         source.backup(copy, pages=_BACKUP_PAGES, progress=check)
-        for number, name in _LIMITS:
-            copy.setlimit(number, getattr(limits, name))
-        copy.setlimit(_LIMIT_ATTACHED, 0)
+        setlimit: Callable[[int, int], int] | None = getattr(copy, "setlimit", None)  # Python >= 3.11
+        if setlimit is not None:
+            for number, name in _LIMITS:
+                setlimit(number, getattr(limits, name))
+            setlimit(_LIMIT_ATTACHED, 0)
     except BaseException:
         copy.close()
         raise
@@ -282,7 +284,10 @@ def quote_identifier(name: str) -> str:
 
 def probes_of(spec: WriteSpec) -> tuple[str, ...]:
     """The probe queries of a task: its checks, then ``SELECT *`` of each compared table."""
-    return (*(check.sql for check in spec.checks), *(f"SELECT * FROM {quote_identifier(t)}" for t in spec.compare_tables))
+    return (
+        *(check.sql for check in spec.checks),
+        *(f"SELECT * FROM {quote_identifier(t)}" for t in spec.compare_tables),
+    )
 
 
 def write_job(db_path: str, script: str, spec: WriteSpec, limits: ExecLimits = DEFAULT_LIMITS) -> WriteJob:
@@ -322,7 +327,7 @@ def judge_write(spec: WriteSpec, reference: ExecResult, pred: ExecResult) -> Wri
         return WriteVerdict(Verdict(False, "gold_invalid", problem, preset.name), 0, total)
     assert isinstance(reference, WriteResult)
     if pred.status != "ok" or not isinstance(pred, WriteResult):
-        status = "pred_timeout" if pred.status == "timeout" else "pred_error"
+        status: VerdictStatus = "pred_timeout" if pred.status == "timeout" else "pred_error"
         return WriteVerdict(Verdict(False, status, pred.error or "the script failed", preset.name), 0, total)
     failed: list[str] = []
     for index, check in enumerate(spec.checks):
@@ -338,7 +343,9 @@ def judge_write(spec: WriteSpec, reference: ExecResult, pred: ExecResult) -> Wri
     passed = total - len(failed)
     match = not failed and total > 0
     reason = f"{passed} of {total} checks passed" + (f"; failed: {', '.join(failed)}" if failed else "")
-    return WriteVerdict(Verdict(match, "match" if match else "mismatch", reason, preset.name), passed, total, tuple(failed))
+    return WriteVerdict(
+        Verdict(match, "match" if match else "mismatch", reason, preset.name), passed, total, tuple(failed)
+    )
 
 
 __all__ = [

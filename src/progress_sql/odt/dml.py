@@ -229,7 +229,10 @@ def _statement_step(position: int) -> str:
 
 
 def compare_scripts(
-    pred: Sequence[DmlProfile], gold: Sequence[DmlProfile], schema: Schema | None = None, config: OdtConfig | None = None
+    pred: Sequence[DmlProfile],
+    gold: Sequence[DmlProfile],
+    schema: Schema | None = None,
+    config: OdtConfig | None = None,
 ) -> DmlComparison:
     """Statements paired in order; a missing or extra statement scores 0 and is tagged."""
     findings: list[Finding] = []

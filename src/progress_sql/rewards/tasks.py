@@ -13,9 +13,11 @@ the SQL turns only (match = every check passed for a write task).
 >>> facts = ClarifyFacts(ambiguous=True, asks=(), guessed=True, guess_matched=False)
 >>> task_terms(facts, None, TaskTermsConfig())
 (('ask', 0.0), ('guess', -1.0))
->>> task_terms(ClarifyFacts(ambiguous=True, asks=("order",), guessed=False, guess_matched=False), None, TaskTermsConfig())
+>>> asked = ClarifyFacts(ambiguous=True, asks=("order",), guessed=False, guess_matched=False)
+>>> task_terms(asked, None, TaskTermsConfig())
 (('ask', 0.5), ('guess', 0.0))
->>> task_terms(ClarifyFacts(ambiguous=False, asks=(None,), guessed=False, guess_matched=False), None, TaskTermsConfig())
+>>> needless = ClarifyFacts(ambiguous=False, asks=(None,), guessed=False, guess_matched=False)
+>>> task_terms(needless, None, TaskTermsConfig())
 (('ask', -0.25), ('guess', 0.0))
 """
 
