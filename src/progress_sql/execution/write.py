@@ -251,6 +251,9 @@ def _run_script(conn: sqlite3.Connection, job: WriteJob, deadline: float, start:
                     pass
             finally:
                 cursor.close()
+            if conn.total_changes > limits.max_rows:  # SQLite counts a statement's changes once it ends
+                stopped.append("rows")
+                raise sqlite3.OperationalError("row cap")
     except (sqlite3.Error, ValueError, OverflowError, MemoryError, RecursionError) as error:
         elapsed = time.perf_counter() - start
         if stopped and stopped[0] == "timeout":
