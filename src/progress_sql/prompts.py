@@ -194,6 +194,8 @@ class CompactFormat:
     ' <think></think><sql>SELECT count(*) FROM singer</sql>'
     >>> fmt.feedback("Feedback: your previous SQL has structural issues: JOIN_MISSING, WHERE_ERROR. A ...")
     '\\nF: JOIN_MISSING WHERE_ERROR\\nA:'
+    >>> fmt.feedback(user_answer_prompt("Oldest first."))
+    '\\nU: Oldest first.\\nA:'
     """
 
     def prompt(self, db_id: str, question: str) -> str:
@@ -206,6 +208,8 @@ class CompactFormat:
         return f" <think></think><sql>{' '.join(sql.split())}</sql>"
 
     def feedback(self, message: str) -> str:
+        if message.startswith("User: "):  # the reply to a clarifying question: its words are the point
+            return f"\nU: {' '.join(message[6:].split(' Revise your previous answer')[0].split())}\nA:"
         return f"\nF: {feedback_codes(message)}\nA:"
 
 
