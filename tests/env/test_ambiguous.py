@@ -47,11 +47,15 @@ def play(store: GoldStore, example: Example, responses: Sequence[str], seed: int
 def test_asking_the_labelled_question_gets_the_interpretation_then_the_answer_matches(store: GoldStore) -> None:
     asked, answered = play(store, AMBIGUOUS, [ASK, RIGHT])
     slot = AMBIGUOUS.ambiguity[0]
-    assert asked.info.action == "ask" and asked.info.slot == slot.name
+    assert asked.info.action == "ask"
+    assert asked.info.slot == slot.name
     assert asked.observation is not None
     assert slot.interpretation in asked.observation["content"]
-    assert asked.info.turn == 1 and not asked.terminated
-    assert answered.terminated and answered.info.match and answered.info.turn == 2
+    assert asked.info.turn == 1
+    assert not asked.terminated
+    assert answered.terminated
+    assert answered.info.match
+    assert answered.info.turn == 2
     reward = answered.info.reward
     assert reward is not None
     assert (reward.component("ask"), reward.component("guess")) == (0.5, 0.0)
@@ -62,9 +66,11 @@ def test_guessing_wrong_costs_the_configured_amount(store: GoldStore) -> None:
     steps = play(store, AMBIGUOUS, [WRONG_GUESS, RIGHT])
     reward = steps[-1].info.reward
     assert steps[-1].info.match
-    assert reward is not None and reward.component("guess") == -1.5
+    assert reward is not None
+    assert reward.component("guess") == -1.5
     asked = play(store, AMBIGUOUS, [ASK, RIGHT])[-1].info.reward
-    assert asked is not None and asked.total > reward.total  # asking beats a wrong guess
+    assert asked is not None
+    assert asked.total > reward.total
 
 
 def test_asking_when_nothing_is_ambiguous_costs_and_uses_a_turn(store: GoldStore) -> None:
@@ -72,10 +78,12 @@ def test_asking_when_nothing_is_ambiguous_costs_and_uses_a_turn(store: GoldStore
     asked, answered = play(store, plain, ["<think>?</think><ask>Which singers do you mean?</ask>",
                                           f"<think>all</think><sql>{plain.gold_sql}</sql>"])  # fmt: skip
     assert asked.info.slot is None
-    assert asked.observation is not None and "the question" in asked.observation["content"]  # a refusal
+    assert asked.observation is not None
+    assert "the question" in asked.observation["content"]
     assert answered.info.turn == 2
     reward = answered.info.reward
-    assert reward is not None and reward.component("ask") == -0.25
+    assert reward is not None
+    assert reward.component("ask") == -0.25
     assert reward.component("guess") == 0.0
     assert trajectory_of([asked.info, answered.info]).k_star == 1  # the reward's answers: the ask is not one
 
@@ -83,7 +91,8 @@ def test_asking_when_nothing_is_ambiguous_costs_and_uses_a_turn(store: GoldStore
 def test_asks_until_the_turn_limit_end_the_episode_unanswered(store: GoldStore) -> None:
     steps = play(store, AMBIGUOUS, [ASK, ASK, ASK])
     assert [s.info.slot for s in steps] == ["order", None, None]  # an answered slot is no longer open
-    assert steps[-1].truncated and steps[-1].info.reward is not None
+    assert steps[-1].truncated
+    assert steps[-1].info.reward is not None
     assert steps[-1].info.reward.component("ask") == 0.5 - 0.25 - 0.25
 
 

@@ -103,7 +103,9 @@ def test_statements_split_at_semicolons_outside_strings_and_comments() -> None:
 
 
 def test_a_write_episode_through_the_environment(database: Path) -> None:
-    example = Example(0, "Make the French singers a year older.", "concert_singer", str(database), REFERENCE, write=SPEC)
+    example = Example(
+        0, "Make the French singers a year older.", "concert_singer", str(database), REFERENCE, write=SPEC
+    )
     config = EnvConfig(max_turns=2, timeout_s=5.0)
     with make_store(config) as store, SQLRefineEnv(config, store=store) as env:
         messages = env.reset(example)
@@ -114,7 +116,8 @@ def test_a_write_episode_through_the_environment(database: Path) -> None:
         assert "DML_WHERE_MISSING" in first.info.tags
         assert first.observation is not None
         second = env.step(f"<think>only France</think><sql>{REFERENCE}</sql>")
-        assert second.terminated and second.info.match
+        assert second.terminated
+        assert second.info.match
         reward = second.info.reward
         assert reward is not None
         assert reward.component("checks") == 0.5  # omega_checks times every check passed

@@ -368,7 +368,7 @@ def test_an_ambiguous_episode_asks_then_answers(model_dir: Path, tmp_path: Path)
     example = next(e for e in ambiguous_questions() if e.difficulty == "order")
     ask = "<think>which direction?</think><ask>Should the order be from the oldest first?</ask>"
     worker = make_worker(model_dir, AGENT_LOOPS_YAML)
-    output, server = rollout(worker, [example], {example.question: [ask, answer(example.gold_sql), WRONG]}, tmp_path)
+    output, _server = rollout(worker, [example], {example.question: [ask, answer(example.gold_sql), WRONG]}, tmp_path)
     records = output.non_tensor_batch[TURNS_KEY][0]
     assert [(r["action"], r["slot"], r["match"]) for r in records] == [("ask", "order", False), ("sql", None, True)]
     assert example.ambiguity[0].interpretation in records[0]["feedback"]
@@ -376,5 +376,7 @@ def test_an_ambiguous_episode_asks_then_answers(model_dir: Path, tmp_path: Path)
     assert output.non_tensor_batch[STOP_KEY].tolist() == ["match"]
     info = {TURNS_KEY: records, GOLD_ERROR_KEY: "", DATABASE_ERROR_KEY: ""}
     score = compute_score("spider", "", example.gold_sql, info)
-    assert score["ask"] == 0.5 and score["guess"] == 0.0 and score["checks"] == 0.0
+    assert score["ask"] == 0.5
+    assert score["guess"] == 0.0
+    assert score["checks"] == 0.0
     assert score["score"] == records[-1]["reward"]["total"]  # the carried reward, task terms included
