@@ -110,7 +110,12 @@ def evaluate(
         for e, items in present
     ]
     runner.run(
-        [(e.db_path, sql, e.write) for (e, _), sqls in zip(present, prepared, strict=True) for sql in sqls if sql]
+        [
+            (e.db_path, sql, e.write)
+            for (e, _), sqls in zip(present, prepared, strict=True)
+            for sql in sqls
+            if sql is not None
+        ]
     )
 
     records: dict[int, EvalRecord] = {}

@@ -136,7 +136,14 @@ def script_profiles(sql: str, dialect: str = DEFAULT_DIALECT) -> tuple[DmlProfil
 def is_write_script(sql: str, dialect: str = DEFAULT_DIALECT) -> bool:
     """True when ``sql`` parses into INSERT / UPDATE / DELETE statements only."""
     profiles = script_profiles(sql, dialect)
-    return not isinstance(profiles, ParseFailure) and all(p.kind != "other" for p in profiles)
+    return not isinstance(profiles, ParseFailure) and all(_complete(p) for p in profiles)
+
+
+def _complete(profile: DmlProfile) -> bool:
+    """A real write statement: a known kind on a named table (an INSERT with rows to insert)."""
+    if profile.kind == "other" or not profile.target:
+        return False
+    return profile.kind != "insert" or profile.source is not None
 
 
 def _where_comparison(
