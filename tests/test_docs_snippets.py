@@ -1,4 +1,4 @@
-"""Every python code block of docs/training.md runs, except one right below ``<!-- needs: gpu -->``
+"""Every python code block of docs/training.md and docs/tasks.md runs, except one right below ``<!-- needs: gpu -->``
 (a GPU or a cluster). Each block runs from the repository root in a fresh namespace."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ("docs/training.md",)
+DOCS = ("docs/training.md", "docs/tasks.md")
 NEEDS_GPU = "<!-- needs: gpu -->"
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 

@@ -24,8 +24,32 @@ class Message(TypedDict):
     content: str
 
 
-def system_prompt(db_engine: str = "SQLite") -> str:
-    """The system prompt of Appendix F with the database engine filled in."""
+#: The paragraph that offers the clarifying-question action (docs/environment.md#clarifying-questions):
+#: added to the system prompt when the environment offers it (``TaskTermsConfig.offer_ask``).
+ASK_INSTRUCTION = (
+    "\n\nClarification: If the question is ambiguous or leaves out something you need, you may ask the user one "
+    "clarifying question instead of answering: <think>Your reasoning.</think><ask>Your question.</ask> The user "
+    "answers in the next message; each question uses one of your turns, and asking about something the question "
+    "already settles costs you."
+)
+
+
+def system_prompt(db_engine: str = "SQLite", *, allow_ask: bool = False) -> str:
+    """The system prompt of Appendix F with the database engine filled in (and, with ``allow_ask``,
+    :data:`ASK_INSTRUCTION` after it)."""
+    return _paper_system_prompt(db_engine) + (ASK_INSTRUCTION if allow_ask else "")
+
+
+def user_answer_prompt(answer: str, *, db_engine: str = "SQLite") -> str:
+    """The user's reply to a clarifying question, then the usual closing instruction.
+
+    >>> user_answer_prompt("Order them from the oldest.").split(" Revise")[0]
+    'User: Order them from the oldest.'
+    """
+    return f"User: {answer.strip()} {revision_instruction(db_engine)}"
+
+
+def _paper_system_prompt(db_engine: str) -> str:
     return (
         "Task Overview: You are a data science expert. The user message contains the database schema and the "
         "natural language question. Your task is to understand the schema and generate a valid SQL query to "
@@ -68,16 +92,18 @@ def round_one_prompt(db_details: str, question: str, evidence: str | None = None
 
 
 def initial_messages(
-    db_details: str, question: str, evidence: str | None = None, *, db_engine: str = "SQLite"
+    db_details: str, question: str, evidence: str | None = None, *, db_engine: str = "SQLite", allow_ask: bool = False
 ) -> list[Message]:
     """[system, user] messages that open a rollout."""
     return [
-        {"role": "system", "content": system_prompt(db_engine)},
+        {"role": "system", "content": system_prompt(db_engine, allow_ask=allow_ask)},
         {"role": "user", "content": round_one_prompt(db_details, question, evidence)},
     ]
 
 
-def opening_messages(example: Example, db_details: str, *, db_engine: str = "SQLite") -> list[Message]:
+def opening_messages(
+    example: Example, db_details: str, *, db_engine: str = "SQLite", allow_ask: bool = False
+) -> list[Message]:
     """The opening prompt of ``example``: [system, round-1 user] with ``db_details`` (the rendered
     schema of its database, ``progress_sql.data.ddl.db_details``; empty for the no-schema profile).
 
@@ -85,7 +111,28 @@ def opening_messages(example: Example, db_details: str, *, db_engine: str = "SQL
     >>> opening_messages(example, "")[1]["content"]
     'Question: How many singers?'
     """
-    return initial_messages(db_details, example.question, example.evidence, db_engine=db_engine)
+    question = example.question if example.write is None else f"{example.question}\n{write_instruction(example)}"
+    return initial_messages(db_details, question, example.evidence, db_engine=db_engine, allow_ask=allow_ask)
+
+
+def write_instruction(example: Example) -> str:
+    """What a write task's round-1 prompt adds after the question: the statements it may use.
+
+    >>> from progress_sql.types import WriteSpec
+    >>> print(write_instruction(Example(0, "q", "d", "d.sqlite", "DELETE FROM t", write=WriteSpec(("t",), ()))))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Task: change the database. Inside <sql>...</sql>, write INSERT, UPDATE or DELETE statements on t
+    (separated by ;); queries on the resulting data will check the change.
+    """
+    spec = example.write
+    if spec is None:
+        return ""
+    kinds = [kind.upper() for kind in spec.statements]
+    listed = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+    return (
+        f"Task: change the database. Inside <sql>...</sql>, write {listed} statements on {', '.join(spec.tables)} "
+        "(separated by ;); queries on the resulting data will check the change."
+    )
 
 
 def revision_instruction(db_engine: str = "SQLite") -> str:
@@ -147,6 +194,8 @@ class CompactFormat:
     ' <think></think><sql>SELECT count(*) FROM singer</sql>'
     >>> fmt.feedback("Feedback: your previous SQL has structural issues: JOIN_MISSING, WHERE_ERROR. A ...")
     '\\nF: JOIN_MISSING WHERE_ERROR\\nA:'
+    >>> fmt.feedback(user_answer_prompt("Oldest first."))
+    '\\nU: Oldest first.\\nA:'
     """
 
     def prompt(self, db_id: str, question: str) -> str:
@@ -159,6 +208,8 @@ class CompactFormat:
         return f" <think></think><sql>{' '.join(sql.split())}</sql>"
 
     def feedback(self, message: str) -> str:
+        if message.startswith("User: "):  # the reply to a clarifying question: its words are the point
+            return f"\nU: {' '.join(message[6:].split(' Revise your previous answer')[0].split())}\nA:"
         return f"\nF: {feedback_codes(message)}\nA:"
 
 

@@ -34,9 +34,60 @@ class Closing:
         self.close()
 
 
+#: What an example asks of the policy: answer a question with a query (``read``), change the database
+#: with a DML script checked by queries on the resulting state (``write``), or answer an
+#: underspecified question, where asking first pays (``ambiguous``); formats: docs/tasks.md.
+TaskKind = Literal["read", "write", "ambiguous"]
+TASK_KINDS: tuple[TaskKind, ...] = ("read", "write", "ambiguous")
+#: Statement kinds a write task may allow (anything else is refused before SQLite sees it).
+WriteStatement = Literal["insert", "update", "delete", "replace"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteCheck:
+    """One executable test case of a write task: ``sql`` (a query) runs on the database state after
+    the script; it passes when its result equals ``expected`` under the task's preset (None: the
+    result the same query gives after the reference script)."""
+
+    name: str
+    sql: str
+    expected: tuple[Row, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSpec:
+    """What makes an example a write task: its gold SQL is the reference DML script; ``tables`` are
+    the tables a script may write, ``statements`` the statement kinds it may use; ``checks`` run on
+    the state after it, and each table of ``compare_tables`` must hold the same rows as after the
+    reference script (under ``preset``)."""
+
+    tables: tuple[str, ...]
+    checks: tuple[WriteCheck, ...]
+    statements: tuple[WriteStatement, ...] = ("insert", "update", "delete")
+    compare_tables: tuple[str, ...] = ()
+    preset: str = "strict"
+
+
+@dataclass(frozen=True, slots=True)
+class AmbiguitySlot:
+    """One labelled underspecification of a question: ``missing`` says what the question leaves open,
+    ``interpretation`` is the intended reading (what the simulated user answers), ``keywords`` are
+    words a clarifying question must mention to address this slot (any one, case-insensitive), and
+    ``questions`` are examples of acceptable clarifying questions."""
+
+    name: str
+    missing: str
+    interpretation: str
+    keywords: tuple[str, ...]
+    questions: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Example:
-    """One benchmark question with its gold query and where its database lives."""
+    """One benchmark question with its gold query and where its database lives.
+
+    A write task carries ``write`` (its gold SQL is the reference DML script); an ambiguous
+    question carries its labelled ``ambiguity`` slots (its gold SQL answers the intended reading)."""
 
     index: int
     question: str
@@ -45,6 +96,15 @@ class Example:
     gold_sql: str
     evidence: str = ""
     difficulty: str | None = None
+    write: WriteSpec | None = None
+    ambiguity: tuple[AmbiguitySlot, ...] = ()
+
+    @property
+    def kind(self) -> TaskKind:
+        """``write`` for a write task, ``ambiguous`` for a question with slots, else ``read``."""
+        if self.write is not None:
+            return "write"
+        return "ambiguous" if self.ambiguity else "read"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ def test_every_task_names_its_preset_breakdown_and_version() -> None:
         "spider-train": ("spider", "hardness"),
         "bird-train": ("bird", "difficulty"),
         "synsql": ("spider", "difficulty"),
+        "embedded-write": ("spider", "difficulty"),
+        "embedded-ambiguous": ("spider", "difficulty"),
     }
     assert all(t.version for t in TASKS.values())
 

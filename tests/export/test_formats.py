@@ -66,7 +66,7 @@ def test_every_format_carries_the_same_extra_info() -> None:
                       ({"role": "user", "content": "Q?"},), verified=False)  # fmt: skip
     info = extra_info(item, 2)
     assert info == {"index": 2, "source_index": 4, "db_id": "db", "db_path": "/x/db.sqlite", "question": "Q?",
-                    "evidence": "E", "difficulty": "", "verified": False}  # fmt: skip
+                    "evidence": "E", "difficulty": "", "task_spec": "", "verified": False}  # fmt: skip
     verl, skyrl, trl = (FORMATS[name].row(item, 2) for name in ("verl", "skyrl", "trl"))
     assert verl["extra_info"] == skyrl["extra_info"] == {k: trl[k] for k in info}
     assert verl["reward_model"]["ground_truth"] == skyrl["reward_spec"]["ground_truth"] == trl["gold_sql"]

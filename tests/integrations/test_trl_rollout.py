@@ -99,7 +99,8 @@ def test_scripted_case_study_fields(tiny_tokenizer: Any, example: Example, pool:
     expected = {"fmt": 0.5, "exec": 0.5, "late": 0.5, "align": 0.5 * (diagnoses[2].f - diagnoses[0].f)}
     assert out["reward_components"][0] == pytest.approx(expected)
     funcs = component_reward_funcs("progressive")
-    assert [f.__name__ for f in funcs] == ["fmt", "exec", "late", "align"]
+    # then the task terms of write tasks and ambiguous questions (0 for a read question)
+    assert [f.__name__ for f in funcs] == ["fmt", "exec", "late", "align", "ask", "guess", "checks"]
     per_component = [f([PROMPT] * 2, ["", ""], reward_components=out["reward_components"]) for f in funcs]
     assert sum(values[0] for values in per_component) == pytest.approx(sum(expected.values()))
 
@@ -148,8 +149,8 @@ def test_unknown_or_missing_example_ids_are_clear_errors(
 
 
 def test_component_names_of_peer_rewards() -> None:
-    assert component_names("one-shot") == ("correct", "exec", "fmt")
-    assert component_names("progressive") == ("fmt", "exec", "late", "align")
+    assert component_names("one-shot") == ("correct", "exec", "fmt", "ask", "guess", "checks")
+    assert component_names("progressive") == ("fmt", "exec", "late", "align", "ask", "guess", "checks")
 
 
 class SilentGenerator:

@@ -360,3 +360,23 @@ def test_the_loop_takes_every_env_setting_and_renders_no_prompt(model_dir: Path,
     with pytest.raises(InstantiationException, match=r"unknown agent_loops\.yaml keys: max_turn") as raised:
         asyncio.run(make())
     assert isinstance(raised.value.__cause__, ConfigError)
+
+
+def test_an_ambiguous_episode_asks_then_answers(model_dir: Path, tmp_path: Path) -> None:
+    from progress_sql.data.embedded import ambiguous_questions
+
+    example = next(e for e in ambiguous_questions() if e.difficulty == "order")
+    ask = "<think>which direction?</think><ask>Should the order be from the oldest first?</ask>"
+    worker = make_worker(model_dir, AGENT_LOOPS_YAML)
+    output, _server = rollout(worker, [example], {example.question: [ask, answer(example.gold_sql), WRONG]}, tmp_path)
+    records = output.non_tensor_batch[TURNS_KEY][0]
+    assert [(r["action"], r["slot"], r["match"]) for r in records] == [("ask", "order", False), ("sql", None, True)]
+    assert example.ambiguity[0].interpretation in records[0]["feedback"]
+    assert records[-1]["reward"]["components"]["ask"] == 0.5
+    assert output.non_tensor_batch[STOP_KEY].tolist() == ["match"]
+    info = {TURNS_KEY: records, GOLD_ERROR_KEY: "", DATABASE_ERROR_KEY: ""}
+    score = compute_score("spider", "", example.gold_sql, info)
+    assert score["ask"] == 0.5
+    assert score["guess"] == 0.0
+    assert score["checks"] == 0.0
+    assert score["score"] == records[-1]["reward"]["total"]  # the carried reward, task terms included

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from progress_sql.data.taskfile import ambiguity_from, write_spec_from
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
 
@@ -68,6 +69,11 @@ def _load(questions: str | Path, db_root: str | Path, fields: _Fields) -> list[E
                 gold_sql=_field(item, fields.gold, path, index),
                 evidence=next((item[k] for k in fields.evidence if isinstance(item.get(k), str)), ""),
                 difficulty=difficulty,
+                # Write tasks and ambiguous questions (docs/tasks.md): optional in any questions file.
+                write=write_spec_from(item["write"], f"{path}: example {index}: write") if "write" in item else None,
+                ambiguity=ambiguity_from(item["ambiguity"], f"{path}: example {index}: ambiguity")
+                if "ambiguity" in item
+                else (),
             )
         )
     return examples

@@ -2,8 +2,8 @@
 (docs/data.md#tasks).
 
 >>> sorted(TASKS)  # doctest: +NORMALIZE_WHITESPACE
-['bird-dev', 'bird-train', 'spider-dev', 'spider-dk', 'spider-realistic', 'spider-syn', 'spider-test',
- 'spider-train', 'synsql']
+['bird-dev', 'bird-train', 'embedded-ambiguous', 'embedded-write', 'spider-dev', 'spider-dk', 'spider-realistic',
+ 'spider-syn', 'spider-test', 'spider-train', 'synsql']
 >>> TASKS["bird-dev"].preset, TASKS["spider-dev"].breakdown
 ('bird', 'hardness')
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from progress_sql.data.embedded import AMBIGUOUS_FILE, WRITE_TASKS_FILE, ambiguous_questions, write_tasks
 from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn, load_synsql
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
@@ -41,8 +42,14 @@ class Task:
     #: Held out for evaluation: the leakage guard (``progress_sql.data.leakage``) refuses training
     #: rows on this task's databases or schemas.
     evaluation: bool = False
+    #: Shipped with the package (data/embedded): no ``--data-dir`` needed, ``loader`` ignores its paths.
+    embedded: bool = False
 
-    def load(self, data_dir: str | Path) -> list[Example]:
+    def load(self, data_dir: str | Path | None) -> list[Example]:
+        if self.embedded:
+            return self.loader(self.questions, self.db_root)
+        if data_dir is None:
+            raise DatasetError(f"task {self.name} needs --data-dir (the folder holding {self.questions})")
         root = Path(data_dir)
         if not root.is_dir():
             raise DatasetError(f"data folder not found: {root} (task {self.name} expects {self.questions} there)")
@@ -114,8 +121,15 @@ TASKS: dict[str, Task] = {
             "SynSQL-2.5M (data.json, databases/); rows without their database export as unverified",
             breakdown="difficulty",
         ),
+        # Embedded sets of the other task kinds (docs/tasks.md#the-embedded-sets).
+        Task("embedded-write", WRITE_TASKS_FILE, ".", lambda _q, _r: write_tasks(),
+             "write tasks over the embedded databases (checked by queries on the resulting state)",
+             breakdown="difficulty", embedded=True),
+        Task("embedded-ambiguous", AMBIGUOUS_FILE, ".", lambda _q, _r: ambiguous_questions(),
+             "Spider dev questions over the embedded databases made ambiguous, with labelled slots",
+             breakdown="difficulty", embedded=True),
     )
-}
+}  # fmt: skip
 
 #: The spec of a Spider-format questions file given by path (``questions.json + database/``).
 SPIDER_FORMAT = Task("spider-format", "", "database", load_spider, "a Spider-format questions file")
@@ -140,6 +154,8 @@ def resolve_task(
     """
     if task in TASKS:
         spec = TASKS[task] if questions is None else replace(TASKS[task], questions=questions)
+        if spec.embedded:
+            return spec, spec.load(None)
         if data_dir is None:
             raise DatasetError(f"task {task} needs --data-dir (the folder holding {spec.questions})")
         if db_root is not None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
 from progress_sql.env.records import TurnRecord
+from progress_sql.env.user import SimulatedUser, User
 from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import describe, get_preset, judge
@@ -20,14 +21,16 @@ from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.write import judge_write
 from progress_sql.odt import Diagnosis, OdtConfig, diagnose
 from progress_sql.odt.feedback import feedback_text
-from progress_sql.prompts import Message, opening_messages
+from progress_sql.prompts import Message, opening_messages, user_answer_prompt
 from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
-from progress_sql.sql.extract import extract
+from progress_sql.rewards.tasks import ClarifyFacts, TaskTermsConfig, task_terms, with_terms
+from progress_sql.sql.extract import Extracted, extract
 from progress_sql.testsuite.manifest import suite_lookup
-from progress_sql.types import Closing, Example, ExecResult, RewardBreakdown, Trajectory, Turn
+from progress_sql.types import Closing, Example, ExecResult, RewardBreakdown, Trajectory, Turn, Verdict
 
 FeedbackLevel = Literal["tags", "tags+error", "tags+error+preview"]
 FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+preview")
@@ -53,6 +56,7 @@ class EnvConfig:
     #: ``progress-sql port-db``); None: each example's SQLite file. With one, the ODT's dialect and the
     #: prompts' engine become that engine's (unless ``odt`` names another dialect).
     backend_db: str | None = None
+    tasks: TaskTermsConfig = field(default_factory=TaskTermsConfig)
 
     def __post_init__(self) -> None:
         if self.backend_db is not None:
@@ -182,6 +186,8 @@ class SQLRefineEnv(Closing):
 
     Without ``store`` the environment builds (and :meth:`close` closes) ``make_store(config)``, with a
     one-worker pool of its own: convenient for one-off use; trainers pass :func:`shared_store`.
+    ``user`` answers clarifying questions (default: the deterministic
+    :class:`~progress_sql.env.user.SimulatedUser` with ``config.tasks.user_seed``).
     """
 
     def __init__(
@@ -189,8 +195,10 @@ class SQLRefineEnv(Closing):
         config: EnvConfig | None = None,
         *,
         store: GoldStore | None = None,
+        user: User | None = None,
     ) -> None:
         self.config = config or EnvConfig()
+        self.user: User = user if user is not None else SimulatedUser(self.config.tasks.user_seed)
         if store is not None:
             _check_store(store, self.config)
         self._own_store = store is None
@@ -199,6 +207,10 @@ class SQLRefineEnv(Closing):
         self._gold: PreparedGold | None = None
         self._turns: list[Turn] = []
         self._done = False
+        self._turn_count = 0
+        self._asks: list[str | None] = []  # per clarifying question: the open slot it addressed
+        self._first_answer: tuple[bool, bool] | None = None  # (answered before asking about a slot, matched)
+        self._checks_share: float | None = None
         #: Seconds spent per stage (gold, extract, execute, compare, odt, reward, feedback) since creation.
         self.stage_seconds: dict[str, float] = {}
 
@@ -211,8 +223,14 @@ class SQLRefineEnv(Closing):
         self._example = example
         self._turns = []
         self._done = False
+        self._turn_count = 0
+        self._asks = []
+        self._first_answer = None
+        self._checks_share = None
         details = self.store.details(example.db_path, self.config.schema_profile)
-        return opening_messages(example, details, db_engine=self.config.odt.db_engine)
+        return opening_messages(
+            example, details, db_engine=self.config.odt.db_engine, allow_ask=self.config.tasks.offer_ask
+        )
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
@@ -224,9 +242,19 @@ class SQLRefineEnv(Closing):
         clock = _StageClock(self.stage_seconds)
         extracted = extract(response)
         clock.lap("extract")
+        if extracted.ask is not None:
+            return self._ask(response, extracted)
+        self._turn_count += 1
         result = store.run_pred(example, extracted.sql) if extracted.sql else _NO_SQL
         clock.lap("execute")
-        verdict = judge(store.preset, example.gold_sql, gold.results, result) if extracted.sql else None
+        checks: tuple[int, int] | None = None
+        if example.write is not None:
+            written = judge_write(example.write, gold.results[0], result)
+            verdict = written.verdict if extracted.sql else None
+            checks = (written.passed if extracted.sql else 0, written.total)
+            self._checks_share = written.share if extracted.sql else 0.0
+        else:
+            verdict = judge(store.preset, example.gold_sql, gold.results, result) if extracted.sql else None
         match = verdict is not None and verdict.match
         verdict_status: str = verdict.status if verdict is not None else "no_sql"
         if match and extracted.sql and store.suite is not None:
@@ -235,14 +263,16 @@ class SQLRefineEnv(Closing):
         clock.lap("compare")
         diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
         clock.lap("odt")
-        turn_number = len(self._turns) + 1
+        turn_number = self._turn_count
+        if self._first_answer is None:
+            self._first_answer = (not any(slot is not None for slot in self._asks), match)
         self._turns.append(Turn(extracted.sql, extracted.format_ok, result.ok, match, diagnosis.f, response))
         terminated = match
         truncated = not match and turn_number >= self.config.max_turns
         self._done = terminated or truncated
         breakdown = self._score() if self._done else None
         clock.lap("reward")
-        observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result))
+        observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result, verdict))
         clock.lap("feedback")
         info = TurnRecord(
             turn=turn_number,
@@ -260,8 +290,49 @@ class SQLRefineEnv(Closing):
             tags=diagnosis.tags,
             feedback=None if observation is None else observation["content"],
             reward=breakdown,
+            checks_passed=None if checks is None else checks[0],
+            checks_total=None if checks is None else checks[1],
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
+
+    def _ask(self, response: str, extracted: Extracted) -> StepResult:
+        """A clarifying question: the user answers it; it uses a turn and answers nothing."""
+        assert self._example is not None
+        assert extracted.ask is not None
+        self._turn_count += 1
+        reply = self.user.answer(self._example, extracted.ask)
+        open_slot = reply.slot if reply.slot is not None and reply.slot not in self._asks else None
+        self._asks.append(open_slot)
+        truncated = self._turn_count >= self.config.max_turns
+        self._done = truncated
+        breakdown = self._score() if truncated else None
+        content = user_answer_prompt(reply.text, db_engine=self.config.odt.db_engine)
+        observation = None if truncated else Message(role="user", content=content)
+        info = TurnRecord(
+            turn=self._turn_count,
+            response=response,
+            sql=None,
+            format_ok=extracted.format_ok,
+            format_problem=extracted.problem,
+            exec_status="ask",
+            exec_error=None,
+            match=False,
+            verdict="ask",
+            f_struct=0.0,
+            f_lex=0.0,
+            f=0.0,
+            tags=(),
+            feedback=None if observation is None else observation["content"],
+            reward=breakdown,
+            action="ask",
+            question=extracted.ask,
+            slot=open_slot,
+        )
+        return StepResult(observation, breakdown.total if breakdown else 0.0, False, truncated, info)
+
+    def episode_reward(self) -> RewardBreakdown:
+        """The reward of the episode so far (what the last turn carries once it ends)."""
+        return self._score()
 
     @property
     def trajectory(self) -> Trajectory:
@@ -273,10 +344,16 @@ class SQLRefineEnv(Closing):
             self.store.close()
 
     # -- internals -----------------------------------------------------------------------------
-    def _feedback(self, diagnosis: Diagnosis, result: ExecResult) -> str:
+    def _feedback(self, diagnosis: Diagnosis, result: ExecResult, verdict: Verdict | None) -> str:
         details = ""
         level = self.config.feedback
-        if level != "tags" and result.status != "ok" and result.error:
+        if level != "tags" and self._example is not None and self._example.write is not None:
+            # A write's result has no rows to preview: the checks say how far it got.
+            details = (
+                result.error[:300] if result.status != "ok" and result.error else (verdict.reason if verdict else "")
+            )
+            details = f"The checks report: {details}." if details else ""
+        elif level != "tags" and result.status != "ok" and result.error:
             details = f"The database reported: {result.error[:300]}"
         elif level == "tags+error+preview" and result.ok:
             rows = result.rows[: self.config.preview_rows]
@@ -285,9 +362,18 @@ class SQLRefineEnv(Closing):
         return feedback_text(diagnosis.findings, diagnosis.status, self.config.odt, details)
 
     def _score(self) -> RewardBreakdown:
-        assert self._example is not None
-        context = RewardContext(self._example.gold_sql, progressive=self.config.progressive)
-        return get_reward(self.config.reward).score(self.trajectory, context)
+        example = self._example
+        assert example is not None
+        context = RewardContext(example.gold_sql, progressive=self.config.progressive)
+        # An episode that only asked is scored as one turn without an answer.
+        trajectory = self.trajectory if self._turns else Trajectory((Turn(None, False, False, False, 0.0),))
+        base = get_reward(self.config.reward).score(trajectory, context)
+        clarify = None
+        if example.ambiguity or self._asks:
+            guessed, matched = self._first_answer if self._first_answer is not None else (False, False)
+            clarify = ClarifyFacts(bool(example.ambiguity), tuple(self._asks), guessed, matched)
+        checks = None if example.write is None else (self._checks_share or 0.0)
+        return with_terms(base, task_terms(clarify, checks, self.config.tasks), self.config.tasks)
 
 
 _NO_SQL = ExecResult("error", error="no SQL found in the response")

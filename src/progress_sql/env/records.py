@@ -40,6 +40,14 @@ class TurnRecord:
     tags: tuple[str, ...]
     feedback: str | None = None
     reward: RewardBreakdown | None = None
+    #: ``sql`` (an answer) or ``ask`` (a clarifying question: ``question``, answered by the user with
+    #: ``feedback``; ``slot`` is the labelled slot it addressed, None when none was open).
+    action: str = "sql"
+    question: str | None = None
+    slot: str | None = None
+    #: For a write task's answer: the checks its script passed, of how many.
+    checks_passed: int | None = None
+    checks_total: int | None = None
 
     def as_turn(self) -> Turn:
         """The turn as the reward sees it (a timeout or a missing query is not executable)."""
@@ -70,9 +78,15 @@ class TurnRecord:
             tags=tuple(str(tag) for tag in data.get("tags") or ()),
             feedback=data.get("feedback"),
             reward=RewardBreakdown.from_dict(reward) if isinstance(reward, Mapping) else None,
+            action=str(data.get("action") or "sql"),
+            question=data.get("question"),
+            slot=data.get("slot"),
+            checks_passed=None if data.get("checks_passed") is None else int(data["checks_passed"]),
+            checks_total=None if data.get("checks_total") is None else int(data["checks_total"]),
         )
 
 
 def trajectory_of(records: Sequence[TurnRecord]) -> Trajectory:
-    """The trajectory that a reward scores, from an episode's records in turn order."""
-    return Trajectory(tuple(record.as_turn() for record in records))
+    """The trajectory that a reward scores, from an episode's records in turn order: its answers (a
+    clarifying question is no answer; its terms are added by ``rewards/tasks.py``)."""
+    return Trajectory(tuple(record.as_turn() for record in records if record.action != "ask"))

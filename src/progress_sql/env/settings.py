@@ -17,6 +17,7 @@ from progress_sql.errors import ConfigError
 from progress_sql.odt import OdtConfig
 from progress_sql.odt.config import FeatureWeights
 from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.rewards.tasks import TaskTermsConfig
 
 #: Every field of :class:`EnvConfig`, in declaration order.
 ENV_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(EnvConfig))
@@ -51,6 +52,8 @@ def env_config_from_mapping(values: Mapping[str, Any], *, source: str = "EnvConf
         given["progressive"] = _nested(ProgressiveConfig, given["progressive"], "progressive")
     if "odt" in given:
         given["odt"] = _odt(given["odt"])
+    if "tasks" in given:
+        given["tasks"] = _nested(TaskTermsConfig, given["tasks"], "tasks")
     if isinstance(given.get("preset_options"), Mapping):
         given["preset_options"] = dict(given["preset_options"])
     return EnvConfig(**given)

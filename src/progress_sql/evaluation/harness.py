@@ -13,9 +13,10 @@ from progress_sql.evaluation.voting import Vote, is_valid, majority_vote
 from progress_sql.execution.compare import judge
 from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.worker import ExecJob
+from progress_sql.execution.write import write_job
 from progress_sql.odt import diagnose
 from progress_sql.sql.hardness import hardness
-from progress_sql.types import Example, ExecResult, Verdict
+from progress_sql.types import Example, ExecResult, Verdict, WriteSpec
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -72,6 +73,8 @@ class EvalRecord:
     soft_f1: float | None = None
     ves_reward: float | None = None
     ves_ratio: float | None = None
+    #: The task kind (``read``, ``write``, ``ambiguous``): reports break results down by it.
+    kind: str = "read"
 
 
 def evaluate(
@@ -102,10 +105,13 @@ def evaluate(
             raise ValueError(f"example {example.index} has no samples")
     golds = store.prepare_many([e for e, _ in present], progress)
     runner = _Runner(store, progress)
-    prepared = [[None if s.sql is None else store.preset.prepare_pred(s.sql) for s in items] for _, items in present]
+    prepared = [
+        [None if s.sql is None else s.sql if e.write is not None else store.preset.prepare_pred(s.sql) for s in items]
+        for e, items in present
+    ]
     runner.run(
         [
-            (store.location(e), sql)
+            (store.location(e), sql, e.write)
             for (e, _), sqls in zip(present, prepared, strict=True)
             for sql in sqls
             if sql is not None
@@ -115,7 +121,9 @@ def evaluate(
     records: dict[int, EvalRecord] = {}
     pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
     for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
-        results = [None if sql is None else runner.results[(store.location(example), sql)] for sql in sqls]
+        results = [
+            None if sql is None else runner.results[(store.location(example), sql, example.write)] for sql in sqls
+        ]
         record = _judge_example(example, items, results, gold, store, breakdown)
         if with_soft_f1:
             record = replace(record, soft_f1=_soft_f1(record, results, gold))
@@ -133,11 +141,16 @@ class _Runner:
     def __init__(self, store: GoldStore, progress: Progress | None) -> None:
         self.store = store
         self.tick = (lambda _i, _r: progress(1)) if progress else None
-        self.results: dict[tuple[str, str], ExecResult] = {}
+        self.results: dict[tuple[str, str, WriteSpec | None], ExecResult] = {}
 
-    def run(self, pairs: Sequence[tuple[str, str]]) -> None:
+    def run(self, pairs: Sequence[tuple[str, str, WriteSpec | None]]) -> None:
+        """Run each (database, SQL, write spec) once: a write task's script on a copy, with its checks."""
         unique = [pair for pair in dict.fromkeys(pairs) if pair not in self.results]
-        ran = self.store.pool.run_many([ExecJob(db, sql, self.store.limits) for db, sql in unique], on_result=self.tick)
+        limits = self.store.limits
+        jobs = [
+            ExecJob(db, sql, limits) if spec is None else write_job(db, sql, spec, limits) for db, sql, spec in unique
+        ]
+        ran = self.store.pool.run_many(jobs, on_result=self.tick)
         self.results.update(zip(unique, ran, strict=True))
 
 
@@ -166,12 +179,15 @@ def _judge_example(
     """One present example: its answer (the only sample or the vote's choice), judged and diagnosed."""
     formats = [s.format_ok for s in items]
     format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
-    base = replace(_base_record(example, gold, store, breakdown), samples=len(items), format_ok_samples=format_count)
+    base = replace(_base_record(example, gold, store, breakdown), samples=len(items), format_ok_samples=format_count,
+                   kind=example.kind)  # fmt: skip
     if gold.error is not None:
-        reason = judge(store.preset, example.gold_sql, gold.results, ExecResult("error")).reason
+        reason = store.verdict(example, gold.results, ExecResult("error")).reason
         return replace(base, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid")
-    verdicts = [None if r is None else judge(store.preset, example.gold_sql, gold.results, r) for r in results]
-    vote = majority_vote(example.gold_sql, results, store.preset)
+    verdicts = [None if r is None else store.verdict(example, gold.results, r) for r in results]
+    # A write's result is its checks: vote by which checks passed (the first sample among equals).
+    vote = majority_vote(example.gold_sql, results if example.write is None else _check_results(verdicts),
+                         store.preset)  # fmt: skip
     chosen = vote.chosen if vote.chosen is not None else 0
     diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
     return replace(
@@ -183,6 +199,11 @@ def _judge_example(
         tags=diagnosis.tags,
         f_struct=round(diagnosis.f_struct, 6),
     )
+
+
+def _check_results(verdicts: Sequence[Verdict | None]) -> list[ExecResult | None]:
+    """Stand-in results for voting over write samples: one row, the verdict's reason (the checks passed)."""
+    return [None if v is None else ExecResult("ok", ("checks",), ((v.reason,),)) for v in verdicts]
 
 
 def _soft_f1(record: EvalRecord, results: Sequence[ExecResult | None], gold: PreparedGold) -> float | None:
@@ -235,10 +256,10 @@ def _judge_suites(
     if not pending:
         return
     golds = store.gold_results([replace(example, db_path=db) for example, _, db in pending], progress)
-    runner.run([(db, sql) for _, sql, db in pending])
+    runner.run([(db, sql, None) for _, sql, db in pending])
     outcome: dict[int, list[bool]] = {}
     for (example, sql, db), gold in zip(pending, golds, strict=True):
-        verdict = judge(store.preset, example.gold_sql, gold, runner.results[(db, sql)])
+        verdict = judge(store.preset, example.gold_sql, gold, runner.results[(db, sql, None)])
         if verdict.status == "gold_invalid":
             continue  # the gold fails on this suite database: it says nothing about the prediction
         outcome.setdefault(example.index, []).append(verdict.match)

@@ -75,6 +75,9 @@ def summarize_eval(records: Sequence[EvalRecord]) -> dict[str, Any]:
     }
     levels = level_order({r.level for r in records if r.level})
     summary["by_level"] = {level: _block([r for r in records if r.level == level]) for level in levels}
+    # Read / write / ambiguous (docs/tasks.md), in that order, the kinds present only.
+    kinds = [kind for kind in ("read", "write", "ambiguous") if any(r.kind == kind for r in records)]
+    summary["by_kind"] = {kind: _block([r for r in records if r.kind == kind]) for kind in kinds}
     summary["odt"] = analyze([r.tags for r in scored])
     if any(r.soft_f1 is not None or r.ves_reward is not None for r in records):
         summary["bird"] = bird_metrics(records)

@@ -133,6 +133,11 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
                 f"| {level} | {block['scored']} | {block['matched']} | {_pct(block['execution_accuracy'])} "
                 f"| {_pct(block['test_suite_accuracy'])} |"
             )
+    by_kind = metrics.get("by_kind") or {}
+    if set(by_kind) - {"read"}:  # a run with write tasks or ambiguous questions (docs/tasks.md)
+        lines += ["", "## By task kind", "", "| kind | scored | matched | EX (%) |", "|---|---:|---:|---:|"]
+        for kind, block in by_kind.items():
+            lines.append(f"| {kind} | {block['scored']} | {block['matched']} | {_pct(block['execution_accuracy'])} |")
     lines += _bird_section(metrics.get("bird"), settings.get("bird"))
     odt = metrics["odt"]
     lines += ["", f"## ODT structural mismatches ({odt['examples']} scored answers)", "", "| category | rate (%) |"]

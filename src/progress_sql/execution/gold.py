@@ -19,6 +19,7 @@ from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.worker import ExecJob
+from progress_sql.execution.write import judge_write, write_gold_problem, write_job
 from progress_sql.odt.build import odt_of
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.diagnose import GoldReference
@@ -216,17 +217,25 @@ class GoldStore(Closing):
     def gold_results(
         self, examples: Sequence[Example], progress: Progress | None = None
     ) -> list[tuple[ExecResult, ...]]:
-        """Only the gold results (no ODT reference), in one batch: for suite databases."""
-        return gold_results(
-            examples,
-            self.preset,
-            self.pool,
-            limits=self.limits,
-            cache=self.cache,
-            progress=progress,
-            backend_db=self.backend_db,
-            schema_of=self.schema,
+        """Only the gold results (no ODT reference), in one batch: for suite databases. A write
+        task's gold result is its reference script's outcome (execution/write.py), run on a copy."""
+        reads = [e for e in examples if e.write is None]
+        read = iter(
+            gold_results(
+                reads,
+                self.preset,
+                self.pool,
+                limits=self.limits,
+                cache=self.cache,
+                progress=progress,
+                backend_db=self.backend_db,
+                schema_of=self.schema,
+            )
         )
+        jobs = [write_job(e.db_path, e.gold_sql, e.write, self.limits) for e in examples if e.write is not None]
+        tick = (lambda _i, _r: progress(1)) if progress and jobs else None
+        written = iter(self.pool.run_many(jobs, on_result=tick) if jobs else [])
+        return [next(read) if e.write is None else (next(written),) for e in examples]
 
     def _build(self, example: Example, results: tuple[ExecResult, ...] | None) -> PreparedGold:
         schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
@@ -235,7 +244,8 @@ class GoldStore(Closing):
         reference, level = prepare_reference(self.gold_sql(example), schema, self.odt)
         if self.odt.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator: the SQLite gold
             level = hardness(example.gold_sql)
-        return PreparedGold(results, reference, level, gold_problem(results))
+        problem = gold_problem(results) if example.write is None else write_gold_problem(example.write, results[0])
+        return PreparedGold(results, reference, level, problem)
 
     def gold_sql(self, example: Example) -> str:
         """The example's gold query in the dialect of the engine it runs on (the ODT reference's SQL)."""
@@ -258,12 +268,21 @@ class GoldStore(Closing):
     # -- predictions ---------------------------------------------------------------------------
     def run_pred(self, example: Example, sql: str) -> ExecResult:
         """Run the model's SQL on the example's database in the isolated pool (the preset's
-        rewrite of predictions applied)."""
+        rewrite of predictions applied); a write task's script runs on a copy (execution/write.py)."""
+        if example.write is not None:
+            return self.pool.run(write_job(example.db_path, sql, example.write, self.limits))
         return self.pool.run(ExecJob(self.location(example), self.preset.prepare_pred(sql), self.limits))
+
+    def verdict(self, example: Example, gold: Sequence[ExecResult], pred: ExecResult) -> Verdict:
+        """Judge ``pred`` (what :meth:`run_pred` gave) against the example's ``gold`` results: under the
+        store's preset, or for a write task by its checks (match = every check passed)."""
+        if example.write is not None:
+            return judge_write(example.write, gold[0], pred).verdict
+        return judge(self.preset, example.gold_sql, gold, pred)
 
     def judge(self, example: Example, sql: str) -> Verdict:
         """Run the model's SQL and judge it against the example's gold on its database."""
-        return judge(self.preset, example.gold_sql, self.prepare(example).results, self.run_pred(example, sql))
+        return self.verdict(example, self.prepare(example).results, self.run_pred(example, sql))
 
     def suite_match(self, example: Example, pred_sql: str) -> bool:
         """Whether the model's SQL, which matched on the original database, also matches on every
@@ -280,8 +299,9 @@ class GoldStore(Closing):
         return True
 
     def suite_databases(self, example: Example) -> Sequence[str] | None:
-        """The suite databases of the example's gold (see :data:`SuiteLookup`); None without a suite."""
-        return None if self.suite is None else self.suite(example)
+        """The suite databases of the example's gold (see :data:`SuiteLookup`); None without a suite
+        and for write tasks (their checks are their test cases)."""
+        return None if self.suite is None or example.write is not None else self.suite(example)
 
     # -- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:

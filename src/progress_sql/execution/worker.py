@@ -56,8 +56,14 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
             break
         if job is None:
             break
+        result: ExecResult
         try:
-            result = executor.run(job.db_path, job.sql, job.limits)
+            if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
+                from progress_sql.execution.write import run_write
+
+                result = run_write(job)
+            else:
+                result = executor.run(job.db_path, job.sql, job.limits)
         except MemoryError:
             result = ExecResult("error", error="out of memory")
         if result.truncated and len(result.rows) > TRUNCATED_ROWS_SENT:

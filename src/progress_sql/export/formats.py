@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from progress_sql.data.taskfile import task_from_json, task_json
 from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.prompts import Message
@@ -44,6 +45,8 @@ class ExportItem:
 #: ``reward_model.ground_truth``, SkyRL rows in ``reward_spec.ground_truth``, TRL rows in this column.
 GOLD_FIELD = "gold_sql"
 _REQUIRED = ("db_id", "db_path", "question", GOLD_FIELD)
+#: The field holding a write task's or an ambiguous question's labels (``data/taskfile.py`` ``task_json``).
+TASK_FIELD = "task_spec"
 
 
 def example_fields(example: Example) -> dict[str, Any]:
@@ -61,6 +64,8 @@ def example_fields(example: Example) -> dict[str, Any]:
         "evidence": example.evidence,
         "difficulty": example.difficulty or "",
         GOLD_FIELD: example.gold_sql,
+        # Write tasks and ambiguous questions (docs/tasks.md), as one JSON string ("" for a read question).
+        TASK_FIELD: task_json(example.write, example.ambiguity),
     }
 
 
@@ -74,6 +79,7 @@ def example_from_fields(fields: Mapping[str, Any], *, where: str = "a row", pref
     if missing:
         absent = ", ".join(prefix + name for name in missing)
         raise DatasetError(f"{where} lacks {absent}: write rows with progress-sql export")
+    write, ambiguity = task_from_json(str(fields.get(TASK_FIELD) or ""), f"{where}: {prefix}{TASK_FIELD}")
     return Example(
         index=int(fields.get("source_index", fields.get("index", 0))),
         question=str(fields["question"]),
@@ -82,6 +88,8 @@ def example_from_fields(fields: Mapping[str, Any], *, where: str = "a row", pref
         gold_sql=str(fields[GOLD_FIELD]),
         evidence=str(fields.get("evidence") or ""),
         difficulty=str(fields.get("difficulty") or "") or None,
+        write=write,
+        ambiguity=ambiguity,
     )
 
 

@@ -19,6 +19,7 @@ from progress_sql.export.formats import SUITE_FIELD, example_fields, row_env_con
 from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.registry import RewardContext, get_reward
+from progress_sql.rewards.tasks import TERM_COMPONENTS
 from progress_sql.types import Example, Trajectory
 
 #: The dataset column that carries each prompt's example id: its position in ``TrlRollout.examples``.
@@ -371,9 +372,10 @@ RewardFunc = Callable[..., list[float]]
 
 
 def component_names(reward: str) -> tuple[str, ...]:
-    """The component names of a registered reward (scored on an empty trajectory)."""
+    """The component names of a registered reward (scored on an empty trajectory), then the task
+    terms that write tasks and ambiguous questions add (``rewards/tasks.py``; 0 where absent)."""
     breakdown = get_reward(reward).score(Trajectory(()), RewardContext(""))
-    return tuple(name for name, _ in breakdown.components)
+    return (*(name for name, _ in breakdown.components), *TERM_COMPONENTS)
 
 
 def component_reward_funcs(reward: str) -> list[RewardFunc]:

@@ -41,6 +41,7 @@ from typing import Literal
 from progress_sql.data.schema import Schema
 from progress_sql.odt.build import OdtNode, build_odt
 from progress_sql.odt.config import OdtConfig
+from progress_sql.odt.dml import compare_scripts, is_write_script, script_profiles
 from progress_sql.odt.feedback import feedback_text
 from progress_sql.odt.score import compare_trees
 from progress_sql.odt.tags import TAG_ORDER, Finding
@@ -118,6 +119,8 @@ def diagnose(
     pred_text = pred_sql if isinstance(pred_sql, str) else ""
     f_lex = lexical_similarity(pred_text, gold.grams)
     if isinstance(gold.tree, ParseFailure):
+        if is_write_script(gold.sql, config.dialect):  # a write task's reference (odt/dml.py)
+            return _diagnose_write(pred_text, gold.sql, schema, f_lex, config)
         return _unparsable("gold_unparsable", (), f_lex, gold.tree.reason, config)
     pred_tree = build_odt(pred_text, schema, dialect=config.dialect)
     if isinstance(pred_tree, ParseFailure):
@@ -138,6 +141,18 @@ def diagnose(
         findings=findings,
         config=config,
     )
+
+
+def _diagnose_write(pred: str, gold_sql: str, schema: Schema | None, f_lex: float, config: OdtConfig) -> Diagnosis:
+    """A prediction against a write reference script: statement by statement (odt/dml.py)."""
+    gold_profiles = script_profiles(gold_sql, config.dialect)
+    pred_profiles = script_profiles(pred, config.dialect)
+    if isinstance(pred_profiles, ParseFailure):
+        return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_profiles.reason, config)
+    assert not isinstance(gold_profiles, ParseFailure)  # is_write_script said it parses
+    comparison = compare_scripts(pred_profiles, gold_profiles, schema, config)
+    tags = tuple(sorted({f.tag for f in comparison.findings}, key=TAG_ORDER.__getitem__))
+    return Diagnosis("ok", comparison.score, f_lex, tags, findings=comparison.findings, config=config)
 
 
 def _finding_order(finding: Finding) -> tuple[int, tuple[str, ...], int]:

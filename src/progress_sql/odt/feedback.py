@@ -35,6 +35,10 @@ _CLAUSE_PLACES = {
 def _describe_step(step: str) -> str:
     if step.startswith("cte:"):
         return f"the CTE {step[4:]}"
+    if step.startswith("statement#"):  # a write script's later statements (odt/dml.py)
+        return f"statement {step.partition('#')[2]} of the script"
+    if step == "insert_source":
+        return "the query feeding INSERT ... SELECT"
     op, hash_sign, arm = step.partition("#")
     if hash_sign:
         return f"arm {arm} of the {op.replace('-', ' ').upper()}"

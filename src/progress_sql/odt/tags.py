@@ -10,7 +10,7 @@ from typing import Literal
 from progress_sql.odt.profile import SelectProfile
 from progress_sql.sql.lexical import jaccard
 
-Category = Literal["SELECT", "JOIN", "WHERE", "GROUP", "other", "nesting", "parse"]
+Category = Literal["SELECT", "JOIN", "WHERE", "GROUP", "other", "nesting", "parse", "DML"]
 Similarities = Mapping[str, float]
 Applies = Callable[[SelectProfile, SelectProfile], bool]
 Similarity = Callable[[SelectProfile, SelectProfile, Similarities], float]
@@ -232,6 +232,41 @@ CATALOGUE: tuple[TagSpec, ...] = (
             "the prediction is not one parsable SQL query, or SQLite refuses to compile it against the schema "
             "when one is given (the fallback message replaces clause feedback)",
             "SELEC name FROM singer", _T),
+    # Write statements (odt/dml.py): compared statement by statement against the reference script.
+    TagSpec("DML_KIND_MISMATCH", "DML", "The statement kind (INSERT, UPDATE or DELETE) differs from reference.",
+            "a statement's kind differs from the reference statement at the same position",
+            "DELETE FROM singer WHERE age > 40", "UPDATE singer SET age = 40 WHERE age > 40"),
+    TagSpec("DML_TARGET_MISMATCH", "DML", "The table written to differs from reference.",
+            "the INSERT / UPDATE / DELETE target table differs",
+            "DELETE FROM concert WHERE year < 2014", "DELETE FROM singer WHERE year < 2014"),
+    TagSpec("DML_STATEMENT_COUNT_MISMATCH", "DML", "The number of write statements differs from reference.",
+            "the script has more or fewer statements than the reference (missing ones score 0)",
+            "DELETE FROM singer WHERE age > 40",
+            "DELETE FROM singer_in_concert WHERE singer_id = 1; DELETE FROM singer WHERE singer_id = 1"),
+    TagSpec("INSERT_COLUMNS_MISMATCH", "DML", "The INSERT column list differs from reference.",
+            "the named columns of an INSERT differ, in set or order",
+            "INSERT INTO singer (name, age) VALUES ('a', 1)", "INSERT INTO singer (name, country) VALUES ('a', 'b')"),
+    TagSpec("INSERT_VALUES_MISMATCH", "DML", "The inserted VALUES rows differ in number or width from reference.",
+            "both insert VALUES and the row count or row width differs",
+            "INSERT INTO singer (name) VALUES ('a')", "INSERT INTO singer (name) VALUES ('a'), ('b')"),
+    TagSpec("INSERT_SOURCE_ERROR", "DML", "The query feeding INSERT ... SELECT differs from reference.",
+            "VALUES on one side and a query on the other, or the source queries score below 1 (their own "
+            "tags are reported too, located in the source)",
+            "INSERT INTO singer (name) SELECT name FROM artist",
+            "INSERT INTO singer (name) SELECT name FROM artist WHERE age > 30"),
+    TagSpec("SET_ERROR", "DML", "The SET assignments of UPDATE differ from reference.",
+            "the set of assigned columns with their expressions (literals as placeholders) differs",
+            "UPDATE singer SET age = age + 1 WHERE singer_id = 1", "UPDATE singer SET age = 30 WHERE singer_id = 1"),
+    TagSpec("DML_WHERE_MISSING", "DML", "The UPDATE or DELETE has no row filter, but one is needed.",
+            "the reference statement filters rows (WHERE), the prediction does not",
+            "DELETE FROM singer", "DELETE FROM singer WHERE age > 40"),
+    TagSpec("DML_WHERE_REDUNDANT", "DML", "The UPDATE or DELETE filters rows that should all change.",
+            "the prediction filters rows (WHERE), the reference statement does not",
+            "UPDATE singer SET age = 1 WHERE age > 40", "UPDATE singer SET age = 1"),
+    TagSpec("DML_WHERE_ERROR", "DML", "The UPDATE or DELETE row filter differs from reference.",
+            "both filter and their WHERE, compared as a SELECT's, scores below 1 (nested queries get their "
+            "own located tags)",
+            "DELETE FROM singer WHERE age < 40", "DELETE FROM singer WHERE country = 'France'"),
 )  # fmt: skip
 
 TAGS: Mapping[str, TagSpec] = {spec.name: spec for spec in CATALOGUE}

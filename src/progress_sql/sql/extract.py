@@ -2,7 +2,12 @@ r"""Model text -> SQL plus a format verdict (the paper's ``<think>...</think><sq
 never raises. The rule and the recovery: docs/environment.md#the-output-format.
 
 >>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
-Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None)
+Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None, ask=None)
+
+The second action, a clarifying question to the user (docs/environment.md#clarifying-questions):
+
+>>> extract("<think>which order?</think><ask>Oldest first or youngest first?</ask>")
+Extracted(sql=None, format_ok=True, source='tags', problem=None, ask='Oldest first or youngest first?')
 >>> extract("Sure! ```sql\nSELECT 1\n```").sql, extract("Sure! ```sql\nSELECT 1\n```").problem
 ('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')
 """
@@ -17,7 +22,7 @@ Source = Literal["tags", "fenced", "bare", "none"]
 
 # Only linear-time scans: a policy can emit megabytes of unbalanced tags, and a lazy ``.*?`` pattern
 # over such text is quadratic.
-_TAG = re.compile(r"<(/?)(think|sql)>", re.IGNORECASE)
+_TAG = re.compile(r"<(/?)(think|sql|ask)>", re.IGNORECASE)
 _FENCE_LANGUAGE = re.compile(r"(?:sql|sqlite)?[ \t]*\n?", re.IGNORECASE)
 _BARE = re.compile(r"\b(?:SELECT|WITH)\b", re.IGNORECASE)
 
@@ -68,12 +73,32 @@ class Extracted:
     format_ok: bool
     source: Source
     problem: str | None = None
+    #: The clarifying question of an ``<ask>`` block, when the response asks instead of answering.
+    ask: str | None = None
+
+
+def _asked(text: str, blocks: list[_Block]) -> Extracted | None:
+    """A response with an ``<ask>`` block and no ``<sql>`` block: a clarifying question."""
+    ask_blocks = [b for b in blocks if b.name == "ask"]
+    if not ask_blocks or any(b.name == "sql" for b in blocks):
+        return None
+    question = text[ask_blocks[-1].inner_start : ask_blocks[-1].inner_end].strip()
+    if not question:
+        return Extracted(None, False, "tags", "the <ask> block is empty")
+    exact = (
+        [b.name for b in blocks] == ["think", "ask"]
+        and not text[: blocks[0].outer_start].strip()
+        and not text[blocks[0].outer_end : blocks[1].outer_start].strip()
+        and not text[blocks[1].outer_end :].strip()
+    )
+    problem = None if exact else "the question must follow a <think> block, with no text outside the tags"
+    return Extracted(None, exact, "tags", problem, ask=question)
 
 
 def _tagged(text: str, blocks: list[_Block]) -> Extracted | None:
     sql_blocks = [b for b in blocks if b.name == "sql"]
     if not sql_blocks:
-        return None
+        return _asked(text, blocks)
     last = sql_blocks[-1]
     sql = text[last.inner_start : last.inner_end].strip() or None
     exact = (

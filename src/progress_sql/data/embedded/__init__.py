@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from progress_sql.types import Example
@@ -22,6 +23,10 @@ EMBEDDED_DIR = Path(__file__).resolve().parent
 #: The embedded databases, in a fixed order.
 DATABASE_IDS: tuple[str, ...] = ("concert_singer", "pets_1")
 QUESTIONS_FILE = "real_questions.json"
+#: Write tasks over the embedded databases, from four templates (docs/tasks.md#the-embedded-sets).
+WRITE_TASKS_FILE = "write_tasks.json"
+#: Spider dev questions over the embedded databases made ambiguous, each with its labelled slot.
+AMBIGUOUS_FILE = "ambiguous_questions.json"
 
 
 def embedded_databases() -> dict[str, Path]:
@@ -49,4 +54,29 @@ def real_questions() -> list[Example]:
     ]
 
 
-__all__ = ["DATABASE_IDS", "EMBEDDED_DIR", "embedded_databases", "real_questions"]
+def write_tasks() -> list[Example]:
+    """The embedded write tasks (``write_tasks.json``; each entry also lists plausible wrong scripts
+    under ``wrong``, the golden tests' fixtures), ``difficulty`` the template's name."""
+    from progress_sql.data.loaders import load_spider
+
+    examples = load_spider(EMBEDDED_DIR / WRITE_TASKS_FILE, EMBEDDED_DIR)
+    rows = json.loads((EMBEDDED_DIR / WRITE_TASKS_FILE).read_text(encoding="utf-8"))
+    return [replace(e, difficulty=str(row["template"])) for e, row in zip(examples, rows, strict=True)]
+
+
+def ambiguous_questions() -> list[Example]:
+    """The embedded ambiguous questions (``ambiguous_questions.json``), ``difficulty`` the slot's name."""
+    from progress_sql.data.loaders import load_spider
+
+    examples = load_spider(EMBEDDED_DIR / AMBIGUOUS_FILE, EMBEDDED_DIR)
+    return [replace(e, difficulty=e.ambiguity[0].name) for e in examples]
+
+
+__all__ = [
+    "DATABASE_IDS",
+    "EMBEDDED_DIR",
+    "ambiguous_questions",
+    "embedded_databases",
+    "real_questions",
+    "write_tasks",
+]

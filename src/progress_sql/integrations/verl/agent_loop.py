@@ -26,7 +26,6 @@ from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, STOP_KEY, TURNS_KEY, StopReason
-from progress_sql.rewards.registry import RewardContext, get_reward
 
 T = TypeVar("T")
 
@@ -125,9 +124,8 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         ended there, else (the response budget ran out first) the trajectory so far, scored once here."""
         if not records or records[-1].reward is not None:
             return records
-        context = RewardContext(gold_sql, progressive=self.env_config.progressive)
-        breakdown = get_reward(self.env_config.reward).score(env.trajectory, context)
-        return [*records[:-1], replace(records[-1], reward=breakdown)]
+        # The environment's own scoring: its answers, plus the task terms of asks and writes.
+        return [*records[:-1], replace(records[-1], reward=env.episode_reward())]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages: list[dict[str, Any]] = [dict(m) for m in kwargs["raw_prompt"]]

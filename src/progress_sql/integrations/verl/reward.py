@@ -26,6 +26,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, RewardSpec, get_reward
+from progress_sql.rewards.tasks import TERM_COMPONENTS
 from progress_sql.types import RewardBreakdown, Trajectory, Turn
 
 #: The ``extra_fields`` / ``extra_info`` key of the per-turn record.
@@ -99,7 +100,10 @@ def _single_turn(
 def _reward(records: Sequence[TurnRecord], spec: RewardSpec, context: RewardContext) -> RewardBreakdown:
     """The reward the loop carried on its last turn when it was computed as asked, else the record scored."""
     carried = records[-1].reward if records else None
-    if carried is not None and (carried.version, carried.config_hash) == spec.identity(context):
+    # A carried reward may add the task terms of asks and writes after the base reward's identity.
+    if carried is not None and (carried.version.split("+")[0], carried.config_hash.split("+")[0]) == spec.identity(
+        context
+    ):
         return carried
     return spec.score(trajectory_of(records), context)
 
@@ -132,7 +136,9 @@ def compute_score(
         except DatasetError as error:
             database_error = str(error)
     if gold_error or database_error:  # every key present, all zero: GRPO sees no signal, logs count it
-        zeros = {name: 0.0 for name, _ in spec.score(_NO_ANSWER, context).components}
+        zeros = {name: 0.0 for name, _ in spec.score(_NO_ANSWER, context).components} | dict.fromkeys(
+            TERM_COMPONENTS, 0.0
+        )
         return {"score": 0.0, **zeros, "num_turns": 0, "k_star": 0, "first_turn_f": 0.0,
                 "from_record": int(from_record), "gold_invalid": int(bool(gold_error)),
                 "database_error": int(bool(database_error))}  # fmt: skip
@@ -140,6 +146,7 @@ def compute_score(
     trajectory = trajectory_of(records)
     return {
         "score": breakdown.total,
+        **dict.fromkeys(TERM_COMPONENTS, 0.0),  # every row has the same keys: read rows add no task terms
         **dict(breakdown.components),
         "num_turns": len(trajectory.turns),
         "k_star": trajectory.k_star or 0,
