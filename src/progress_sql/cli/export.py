@@ -16,6 +16,7 @@ from progress_sql.audit.filters import FILTER_SETS, DroppedExample, apply_filter
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError
+from progress_sql.evaluation.run import engine_settings
 from progress_sql.export.build import (
     EXPORT_VERSION,
     dropped_path,
@@ -112,10 +113,12 @@ def export_command(
     report_dir: Path | None = typer.Option(
         None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
     ),
+    backend_db: str | None = common.backend_db_option(),
     as_json: bool = common.json_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
     common.check_timeout(timeout)
+    common.backend_engine(backend_db)
     processes = common.resolve_workers(workers)
     fmt = get_format(fmt_name)
     if fmt.name == "verl" and out.suffix != ".parquet":
@@ -131,8 +134,15 @@ def export_command(
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
     with progress_bar("export", console=common.stderr) as bar:
         job = bar.add_task("rows", total=len(drawn))
-        items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
-    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps]}
+        items = export_items(
+            drawn,
+            schema_profile=schema_profile,
+            path_maps=maps,
+            on_item=lambda: bar.advance(job),
+            backend_db=backend_db,
+        )
+    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
+                "engine": None if backend_db is None else engine_settings(backend_db)}  # fmt: skip
     summary = write_export(items, fmt, out, filter_name=filter_name, dropped=len(dropped), settings=settings)
     manifest = {
         "command": "export",

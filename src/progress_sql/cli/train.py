@@ -19,6 +19,8 @@ from progress_sql.cli._common import (
     ALGORITHMS,
     add_command,
     algorithm_option,
+    backend_db_option,
+    backend_engine,
     data_dir_option,
     fail,
     json_option,
@@ -28,6 +30,7 @@ from progress_sql.cli._common import (
     task_option,
     warn,
 )
+from progress_sql.evaluation.run import engine_settings
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL
@@ -142,6 +145,7 @@ def train_command(
     vllm_gpu_memory: float = typer.Option(
         RLSettings().vllm_gpu_memory, "--vllm-gpu-memory", help="Share of each GPU a colocated vLLM engine may take."
     ),
+    backend_db: str | None = backend_db_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default.
@@ -152,6 +156,7 @@ def train_command(
     if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
         warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
         algorithm = legacy_preset
+    backend_engine(backend_db)  # its driver checked before anything loads
     # training.rl still calls the algorithm its "preset"
     rl = default_rl_settings(
         model, preset=algorithm, reward=reward, turns=turns, steps=steps, learning_rate=lr,
@@ -159,7 +164,7 @@ def train_command(
         per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
         max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
         save_total_limit=save_total_limit, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
-        vllm_gpu_memory=vllm_gpu_memory,
+        vllm_gpu_memory=vllm_gpu_memory, env={"backend_db": backend_db} if backend_db is not None else None,
         lora=LoraSettings(r=lora_r, alpha=lora_alpha, target_modules=_split(lora_targets)) if lora else None,
     )  # fmt: skip
     embedded = model in EMBEDDED_SIZES
@@ -200,6 +205,7 @@ def train_command(
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
         "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory,
+        "engine": None if backend_db is None else engine_settings(backend_db),
     }  # fmt: skip
     run = RunSummary("train", settings, summary(result))
     # write_report wrote summary.json without the command's settings and versions: the run folder's replaces it

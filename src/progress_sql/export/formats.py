@@ -34,6 +34,10 @@ class ExportItem:
     source: str
     messages: tuple[Message, ...]
     verified: bool
+    #: The SQL dialect the prompts ask for and the queries run in (sqlglot's name).
+    dialect: str = "sqlite"
+    #: The ported collection the queries run on (``--backend-db``), never with a password; None: SQLite files.
+    backend_db: str | None = None
 
 
 #: The field of :func:`example_fields` holding the gold SQL; verl rows keep it in
@@ -85,7 +89,25 @@ def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
     """The ``extra_info`` shared by every format (see the module docstring)."""
     fields = example_fields(item.example)
     del fields[GOLD_FIELD]  # each format writes the gold in its own ground-truth field
-    return {"index": index, **fields, "verified": item.verified}
+    return {"index": index, **fields, "verified": item.verified, **backend_fields(item.dialect, item.backend_db)}
+
+
+def backend_fields(dialect: str = "sqlite", backend_db: str | None = None) -> dict[str, Any]:
+    """The row fields naming where the example's queries run (read back by :func:`row_backend_db`).
+
+    >>> row_backend_db(backend_fields("postgres", "postgresql://reader@/bench?host=/run/pg"))
+    'postgresql://reader@/bench?host=/run/pg'
+    >>> row_backend_db({}) is None  # rows written before the field: SQLite files
+    True
+    """
+    return {"dialect": dialect, "backend_db": backend_db}
+
+
+def row_backend_db(fields: Mapping[str, Any]) -> str | None:
+    """A row's backend database (``EnvConfig.backend_db``); None for SQLite files and older rows. The
+    location has no password: give it to the driver through ``~/.pgpass`` or ``PGPASSWORD``."""
+    value = fields.get("backend_db")
+    return str(value) if value else None
 
 
 def _messages(item: ExportItem) -> list[dict[str, str]]:
