@@ -191,3 +191,15 @@ def test_affinity_conversions_make_transpiled_queries_agree(
         assert untyped.status == "error"
     finally:
         runners.close()
+
+
+def test_backend_database_still_needs_the_sqlite_file_for_the_schema(tmp_path: Path) -> None:
+    from progress_sql.errors import DatasetError
+    from progress_sql.execution.gold import GoldStore
+
+    store = GoldStore(get_preset("spider"), backend_db=f"duckdb:{tmp_path}")
+    try:
+        with pytest.raises(DatasetError, match=r"absent\.sqlite.*ported from"):
+            store.details(str(tmp_path / "absent.sqlite"), "full")
+    finally:
+        store.close()

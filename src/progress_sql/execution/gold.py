@@ -8,11 +8,12 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache, cache_key
 from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.engines import engine_of, locate
@@ -260,7 +261,17 @@ class GoldStore(Closing):
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:
         """The database's tables and columns, read once."""
+        self._need_sqlite_file(db_path)
         return self._schemas.get(db_path, lambda: read_schema(db_path))
+
+    def _need_sqlite_file(self, db_path: str) -> None:
+        """With a backend database, the schema, DDL and column types still come from the SQLite file
+        the port copied (no per-engine introspection): say so when it is absent."""
+        if self.backend_db is not None and not Path(db_path).is_file():
+            raise DatasetError(
+                f"database file not found: {db_path} (with a backend database the schema and DDL shown to "
+                "the model and the column types of transpiled golds are read from the SQLite file it was ported from)"
+            )
 
     def column_types(self, db_path: str) -> TypedColumns:
         """The database's column affinities and ported classes (for transpiled golds), read once."""
@@ -268,6 +279,7 @@ class GoldStore(Closing):
 
     def details(self, db_path: str, profile: SchemaProfile) -> str:
         """The database's DDL as the prompt shows it under ``profile``, rendered once."""
+        self._need_sqlite_file(db_path)
         return self._details.get((db_path, profile), lambda: db_details(db_path, profile))
 
     # -- predictions ---------------------------------------------------------------------------
