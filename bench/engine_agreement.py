@@ -27,7 +27,7 @@ from progress_sql.execution.engines import locate
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import engine_sql
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.port import DEFAULT_READER, port_database
+from progress_sql.execution.port import DEFAULT_READER, column_types, port_database
 from progress_sql.execution.worker import ExecJob
 
 LIMITS = ExecLimits(timeout_s=30.0)
@@ -69,7 +69,7 @@ def main() -> None:
         on_pg = pool.run_many(
             [ExecJob(locate(pg, "superhero", str(superhero)), pg_q[q["question_id"]]["SQL"], LIMITS) for q in sqlite_q]
         )
-        duck_sql = [engine_sql(q["SQL"], "duckdb", schema) for q in sqlite_q]
+        duck_sql = [engine_sql(q["SQL"], "duckdb", schema, column_types(superhero)) for q in sqlite_q]
         on_duck = pool.run_many([ExecJob(locate(duck, "superhero", str(superhero)), s, LIMITS) for s in duck_sql])
         for engine, results, sqls in (
             ("postgresql", on_pg, [pg_q[q["question_id"]]["SQL"] for q in sqlite_q]),
@@ -114,10 +114,14 @@ def main() -> None:
     report["spider-ports"] = port_log
     spider = get_preset("spider")
     schemas = {db_id: read_schema(path) for db_id, path in databases}
+    types = {db_id: column_types(path) for db_id, path in databases}
     with ExecutionPool(args.workers) as pool:
         base = pool.run_many([ExecJob(e.db_path, spider.gold_queries(e.gold_sql)[0], LIMITS) for e in examples])
         for engine, collection, dialect in (("postgresql", pg, "postgres"), ("duckdb", duck, "duckdb")):
-            sqls = [engine_sql(spider.gold_queries(e.gold_sql)[0], dialect, schemas[e.db_id]) for e in examples]
+            sqls = [
+                engine_sql(spider.gold_queries(e.gold_sql)[0], dialect, schemas[e.db_id], types[e.db_id])
+                for e in examples
+            ]
             got = pool.run_many(
                 [
                     ExecJob(locate(collection, e.db_id, e.db_path), s, LIMITS)

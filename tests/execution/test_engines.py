@@ -131,3 +131,75 @@ def test_music_golds_transpiled_agree_with_sqlite(ported: dict[str, Any], engine
         DEFAULT_LIMITS,
     )
     assert not differ or counts.rows[0] == counts.rows[1]
+
+
+AFFINITY_QUERIES = [
+    "SELECT count(*) FROM cars WHERE year = 2014",  # text affinity: the number compares as text
+    "SELECT count(*) FROM cars WHERE hp > 150",  # integer affinity, 'null' among the numbers
+    "SELECT avg(hp), sum(mpg) FROM cars",  # aggregates read text as numbers ('null' as 0)
+    "SELECT c.name FROM cars AS c JOIN makers AS m ON c.maker = m.id ORDER BY c.name",  # text = integer
+    "SELECT name FROM cars WHERE maker IN (SELECT id FROM makers WHERE id > 1) ORDER BY name",
+    "SELECT name, mpg + 1 FROM cars WHERE year BETWEEN 2013 AND 2014 ORDER BY name",
+]
+
+
+@pytest.fixture(scope="module")
+def affinity_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import sqlite3
+
+    path = tmp_path_factory.mktemp("affinity") / "cars.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE makers (id INTEGER, label TEXT);
+        CREATE TABLE cars (name TEXT, year TEXT, hp INTEGER, mpg TEXT, maker TEXT);
+        INSERT INTO makers VALUES (1, 'a'), (2, 'b'), (3, 'c');
+        INSERT INTO cars VALUES ('x', '2014', 130, '18.5', '1'), ('y', '2013', 'null', '20', '2'),
+                                ('z', '2014', 165, 'n/a', '3'), ('w', '1999', 95, NULL, '9');
+        """
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "duckdb"])
+def test_affinity_conversions_make_transpiled_queries_agree(
+    affinity_db: Path, pg_admin: str, tmp_path: Path, engine: str
+) -> None:
+    """Columns stored as text (SQLite's affinity let them hold numbers) compare and aggregate as in
+    SQLite once the transpiler knows the column types; without them the engines refuse the queries."""
+    from progress_sql.execution.port import column_types
+    from progress_sql.sql.affinity import ColumnType
+
+    target = pg_admin if engine == "postgresql" else f"duckdb:{tmp_path}"
+    port_database(affinity_db, target, "cars")
+    collection = reader_location(pg_admin) if engine == "postgresql" else target
+    location = locate(collection, "cars", str(affinity_db))
+    dialect = engine_of(location).dialect
+    types = column_types(affinity_db)
+    assert types["cars"]["hp"] == ColumnType("integer", "text")
+    runners = EngineRunners()
+    try:
+        for sql in AFFINITY_QUERIES:
+            sqlite = runners.run(str(affinity_db), sql, DEFAULT_LIMITS)
+            typed = runners.run(location, engine_sql(sql, dialect, read_schema(affinity_db), types), DEFAULT_LIMITS)
+            assert sqlite.status == "ok", sqlite.error
+            assert typed.status == "ok", (sql, typed.error)
+            assert typed.rows == sqlite.rows, sql
+        untyped = runners.run(location, engine_sql(AFFINITY_QUERIES[1], dialect), DEFAULT_LIMITS)
+        assert untyped.status == "error"
+    finally:
+        runners.close()
+
+
+def test_backend_database_still_needs_the_sqlite_file_for_the_schema(tmp_path: Path) -> None:
+    from progress_sql.errors import DatasetError
+    from progress_sql.execution.gold import GoldStore
+
+    store = GoldStore(get_preset("spider"), backend_db=f"duckdb:{tmp_path}")
+    try:
+        with pytest.raises(DatasetError, match=r"absent\.sqlite.*ported from"):
+            store.details(str(tmp_path / "absent.sqlite"), "full")
+    finally:
+        store.close()

@@ -66,7 +66,8 @@ def test_every_format_carries_the_same_extra_info() -> None:
                       ({"role": "user", "content": "Q?"},), verified=False)  # fmt: skip
     info = extra_info(item, 2)
     assert info == {"index": 2, "source_index": 4, "db_id": "db", "db_path": "/x/db.sqlite", "question": "Q?",
-                    "evidence": "E", "difficulty": "", "task_spec": "", "verified": False}  # fmt: skip
+                    "evidence": "E", "difficulty": "", "task_spec": "", "verified": False, "dialect": "sqlite",
+                    "backend_db": None}  # fmt: skip
     verl, skyrl, trl = (FORMATS[name].row(item, 2) for name in ("verl", "skyrl", "trl"))
     assert verl["extra_info"] == skyrl["extra_info"] == {k: trl[k] for k in info}
     assert verl["reward_model"]["ground_truth"] == skyrl["reward_spec"]["ground_truth"] == trl["gold_sql"]
@@ -89,3 +90,23 @@ def test_unknown_format_and_output_type(tmp_path: Path) -> None:
         get_format("openrlhf")
     with pytest.raises(ConfigError, match=r"use \.parquet or \.jsonl"):
         write_rows([{"a": 1}], tmp_path / "rows.csv")
+
+
+def test_rows_carry_the_backend_database_without_a_password(tmp_path: Path) -> None:
+    """export --backend-db: the rows name the dialect and the location (no password), and the prompt
+    asks for that engine's SQL; the location reads back as EnvConfig.backend_db."""
+    from progress_sql.env.core import EnvConfig
+    from progress_sql.export.build import export_items
+    from progress_sql.export.formats import row_backend_db
+
+    example = Example(0, "How many?", "db", str(tmp_path / "absent.sqlite"), "SELECT 1")
+    location = "postgresql://reader:s3cret@localhost/bench"
+    [item] = export_items([("s", example)], backend_db=location)
+    for name in sorted(FORMATS):
+        row = FORMATS[name].row(item, 0)
+        fields = row.get("extra_info", row)
+        assert fields["dialect"] == "postgres"
+        assert fields["backend_db"] == "postgresql://reader@localhost/bench"
+        assert "s3cret" not in json.dumps(row)
+        assert "PostgreSQL" in row["prompt"][0]["content"] + row["prompt"][-1]["content"]
+        assert EnvConfig(backend_db=row_backend_db(fields)).odt.dialect == "postgres"

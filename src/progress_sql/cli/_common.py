@@ -229,6 +229,19 @@ def view_option() -> bool:
     )
 
 
+BACKEND_DB_HELP = (
+    "Run every query on the task's databases ported by `progress-sql port-db` to this PostgreSQL database "
+    "(postgresql://...#, the reader role) or DuckDB folder (duckdb:DIR) instead of the SQLite files: golds are "
+    "transpiled, prompts and the ODT use that dialect; records keep the location without a password."
+)
+
+
+def backend_db_option() -> Any:
+    """``--backend-db``: one meaning, default (None: the SQLite files) and help for eval, rollout,
+    train and export."""
+    return typer.Option(None, "--backend-db", help=BACKEND_DB_HELP)
+
+
 def backend_engine(backend_db: str | None) -> Engine:
     """The engine of ``--backend-db`` (SQLite without one), its driver checked before anything runs."""
     from progress_sql.execution.engines import ENGINES, engine_of

@@ -86,13 +86,7 @@ def eval_command(
         help=f"R-VES: time each correct answer and its gold this many times (BIRD uses {BIRD_VES_REPEATS}); "
         "0: no R-VES. The result depends on the machine.",
     ),
-    backend_db: str | None = typer.Option(
-        None,
-        "--backend-db",
-        help="Run every query on the task's databases ported by `progress-sql port-db` to this PostgreSQL "
-        "database (postgresql://...) or DuckDB folder (duckdb:DIR) instead of the SQLite files; golds are "
-        "transpiled, the model is asked for that dialect.",
-    ),
+    backend_db: str | None = common.backend_db_option(),
     json_output: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:

@@ -16,6 +16,7 @@ from progress_sql.audit.filters import FILTER_SETS, DroppedExample, apply_filter
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError
+from progress_sql.evaluation.run import engine_settings
 from progress_sql.export.build import (
     EXPORT_VERSION,
     dropped_path,
@@ -128,10 +129,12 @@ def export_command(
     report_dir: Path | None = typer.Option(
         None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
     ),
+    backend_db: str | None = common.backend_db_option(),
     as_json: bool = common.json_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
     common.check_timeout(timeout)
+    common.backend_engine(backend_db)
     processes = common.resolve_workers(workers)
     fmt = get_format(fmt_name)
     if fmt.name == "verl" and out.suffix != ".parquet":
@@ -157,9 +160,11 @@ def export_command(
             path_maps=maps,
             suite=None if suite is None else str(suite),
             on_item=lambda: bar.advance(job),
+            backend_db=backend_db,
         )
     settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
-                "suite": items[0].suite if items else None, "allow_eval_overlap": allow_eval_overlap}  # fmt: skip
+                "suite": items[0].suite if items else None, "allow_eval_overlap": allow_eval_overlap,
+                "engine": None if backend_db is None else engine_settings(backend_db)}  # fmt: skip
     summary = write_export(items, fmt, out, filter_name=filter_name, dropped=len(dropped), settings=settings)
     manifest = {
         "command": "export",

@@ -50,12 +50,7 @@ def rollout_command(
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
-    backend_db: str | None = typer.Option(
-        None,
-        "--backend-db",
-        help="Run every query on the databases ported by `progress-sql port-db` to this PostgreSQL database "
-        "(postgresql://...) or DuckDB folder (duckdb:DIR); prompts and the ODT use its dialect.",
-    ),
+    backend_db: str | None = common.backend_db_option(),
     as_json: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:

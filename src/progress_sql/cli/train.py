@@ -20,6 +20,8 @@ from progress_sql.cli._common import (
     add_command,
     algorithm_option,
     allow_eval_overlap_option,
+    backend_db_option,
+    backend_engine,
     data_dir_option,
     eval_data_dir_option,
     fail,
@@ -33,6 +35,7 @@ from progress_sql.cli._common import (
     warn,
     write_view,
 )
+from progress_sql.evaluation.run import engine_settings
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL
@@ -150,6 +153,7 @@ def train_command(
     vllm_gpu_memory: float = typer.Option(
         RLSettings().vllm_gpu_memory, "--vllm-gpu-memory", help="Share of each GPU a colocated vLLM engine may take."
     ),
+    backend_db: str | None = backend_db_option(),
     as_json: bool = json_option(),
     view: bool = view_option(),
 ) -> None:
@@ -161,6 +165,7 @@ def train_command(
     if legacy_preset is not None:  # kept for one release: --preset is the comparison semantics elsewhere
         warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
         algorithm = legacy_preset
+    backend_engine(backend_db)  # its driver checked before anything loads
     # training.rl still calls the algorithm its "preset"
     rl = default_rl_settings(
         model, preset=algorithm, reward=reward, turns=turns, steps=steps, learning_rate=lr,
@@ -168,7 +173,8 @@ def train_command(
         per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
         max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
         save_total_limit=save_total_limit, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
-        vllm_gpu_memory=vllm_gpu_memory, env={"suite": str(suite)} if suite is not None else None,
+        vllm_gpu_memory=vllm_gpu_memory,
+        env=_env_settings(suite, backend_db),
         lora=LoraSettings(r=lora_r, alpha=lora_alpha, target_modules=_split(lora_targets)) if lora else None,
     )  # fmt: skip
     embedded = model in EMBEDDED_SIZES
@@ -211,6 +217,7 @@ def train_command(
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
         "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory, "suite": str(suite) if suite else None,
         "allow_eval_overlap": allow_eval_overlap,
+        "engine": None if backend_db is None else engine_settings(backend_db),
     }  # fmt: skip
     run = RunSummary("train", settings, summary(result) | ({"leakage": result.leakage} if result.leakage else {}))
     # write_report wrote summary.json without the command's settings and versions: the run folder's replaces it
@@ -249,3 +256,9 @@ def _step_records(runs: dict[str, Any]) -> list[dict[str, Any]]:
 
 def register(app: typer.Typer) -> None:
     add_command(app, "train", train_command)
+
+
+def _env_settings(suite: Path | None, backend_db: str | None) -> dict[str, str] | None:
+    """The environment settings ``--suite`` and ``--backend-db`` give RL (None: the defaults)."""
+    settings = {"suite": None if suite is None else str(suite), "backend_db": backend_db}
+    return {name: value for name, value in settings.items() if value is not None} or None

@@ -8,21 +8,24 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
-from progress_sql.errors import ConfigError, GoldQueryError
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache, cache_key
 from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.port import column_types
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import judge_write, write_gold_problem, write_job
 from progress_sql.odt.build import odt_of
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.diagnose import GoldReference
+from progress_sql.sql.affinity import TypedColumns
 from progress_sql.sql.hardness import Hardness, hardness, hardness_of
 from progress_sql.sql.lexical import bigrams
 from progress_sql.sql.normalize import parse_for_odt, transpile_sql
@@ -84,12 +87,14 @@ class _Once(Generic[_K, _V]):
         return value
 
 
-def engine_sql(sql: str, dialect: str, schema: Schema | None = None) -> str:
-    """A SQLite gold query as the engine of ``dialect`` runs it (transpiled by sqlglot; a query sqlglot
-    cannot transpile runs as written and fails there, which makes its example ``gold_invalid``)."""
+def engine_sql(sql: str, dialect: str, schema: Schema | None = None, types: TypedColumns | None = None) -> str:
+    """A SQLite gold query as the engine of ``dialect`` runs it (transpiled by sqlglot, with SQLite's
+    affinity conversions where ``types`` - ``port.column_types`` - says a column is stored as text; a
+    query sqlglot cannot transpile runs as written and fails there, which makes its example
+    ``gold_invalid``)."""
     if dialect == DEFAULT_DIALECT:
         return sql
-    moved = transpile_sql(sql, dialect, schema)
+    moved = transpile_sql(sql, dialect, schema, types)
     return sql if isinstance(moved, ParseFailure) else moved
 
 
@@ -103,18 +108,21 @@ def gold_results(
     progress: Progress | None = None,
     backend_db: str | None = None,
     schema_of: Callable[[str], Schema] | None = None,
+    types_of: Callable[[str], TypedColumns] | None = None,
 ) -> list[tuple[ExecResult, ...]]:
     """The gold results of each example under ``preset`` (all its gold queries), running each distinct
     (database content, SQL) once in one batch and serving repeats from ``cache``. With ``backend_db``
     the queries run on the example's database in that ported collection, transpiled to its dialect
-    (``schema_of(db_path)`` resolves SQLite's double-quoted tokens)."""
+    (``schema_of(db_path)`` resolves SQLite's double-quoted tokens, ``types_of(db_path)`` gives the
+    column types the affinity conversions need)."""
     described = describe(preset)
     keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, location, sql)
     for example in examples:
         location = locate(backend_db, example.db_id, example.db_path)
         dialect = engine_of(location).dialect
         schema = schema_of(example.db_path) if schema_of is not None and dialect != DEFAULT_DIALECT else None
-        queries = [engine_sql(sql, dialect, schema) for sql in preset.gold_queries(example.gold_sql)]
+        types = types_of(example.db_path) if types_of is not None and dialect != DEFAULT_DIALECT else None
+        queries = [engine_sql(sql, dialect, schema, types) for sql in preset.gold_queries(example.gold_sql)]
         keyed.append([(cache_key(location, sql, described, limits), location, sql) for sql in queries])
     found: dict[str, ExecResult] = {}
     missing: dict[str, ExecJob] = {}
@@ -188,6 +196,7 @@ class GoldStore(Closing):
         self.suite = suite
         self._golds: _Once[tuple[str, str], PreparedGold] = _Once()
         self._schemas: _Once[str, Schema] = _Once()
+        self._types: _Once[str, TypedColumns] = _Once()
         self._details: _Once[tuple[str, SchemaProfile], str] = _Once()
 
     # -- gold ----------------------------------------------------------------------------------
@@ -230,6 +239,7 @@ class GoldStore(Closing):
                 progress=progress,
                 backend_db=self.backend_db,
                 schema_of=self.schema,
+                types_of=self.column_types,
             )
         )
         jobs = [write_job(e.db_path, e.gold_sql, e.write, self.limits) for e in examples if e.write is not None]
@@ -250,7 +260,9 @@ class GoldStore(Closing):
     def gold_sql(self, example: Example) -> str:
         """The example's gold query in the dialect of the engine it runs on (the ODT reference's SQL)."""
         dialect = engine_of(self.location(example)).dialect
-        return engine_sql(example.gold_sql, dialect, self.schema(example.db_path) if dialect != "sqlite" else None)
+        if dialect == DEFAULT_DIALECT:
+            return example.gold_sql
+        return engine_sql(example.gold_sql, dialect, self.schema(example.db_path), self.column_types(example.db_path))
 
     def location(self, example: Example) -> str:
         """Where the example's queries run: its SQLite file, or its database in :attr:`backend_db`."""
@@ -259,10 +271,25 @@ class GoldStore(Closing):
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:
         """The database's tables and columns, read once."""
+        self._need_sqlite_file(db_path)
         return self._schemas.get(db_path, lambda: read_schema(db_path))
+
+    def _need_sqlite_file(self, db_path: str) -> None:
+        """With a backend database, the schema, DDL and column types still come from the SQLite file
+        the port copied (no per-engine introspection): say so when it is absent."""
+        if self.backend_db is not None and not Path(db_path).is_file():
+            raise DatasetError(
+                f"database file not found: {db_path} (with a backend database the schema and DDL shown to "
+                "the model and the column types of transpiled golds are read from the SQLite file it was ported from)"
+            )
+
+    def column_types(self, db_path: str) -> TypedColumns:
+        """The database's column affinities and ported classes (for transpiled golds), read once."""
+        return self._types.get(db_path, lambda: column_types(db_path))
 
     def details(self, db_path: str, profile: SchemaProfile) -> str:
         """The database's DDL as the prompt shows it under ``profile``, rendered once."""
+        self._need_sqlite_file(db_path)
         return self._details.get((db_path, profile), lambda: db_details(db_path, profile))
 
     # -- predictions ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from progress_sql.execution.engines import engine_of
 from progress_sql.execution.engines.base import plain_value
 from progress_sql.execution.engines.duck import duckdb_path
 from progress_sql.execution.engines.postgres import CONTENT_COMMENT, split_location
+from progress_sql.sql.affinity import ColumnType, sqlite_affinity
 from progress_sql.types import SQLValue
 
 #: What the port computes the stored column classes from; a change here changes every digest.
@@ -195,12 +196,7 @@ def read_source(db_path: str | Path, engine: str, *, lower_names: bool) -> list[
             info = conn.execute(f"PRAGMA table_info({quote_identifier(name)})").fetchall()
             columns = []
             for _cid, column, declared, *_ in info:
-                stored = tuple(
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT DISTINCT typeof({quote_identifier(column)}) FROM {quote_identifier(name)} ORDER BY 1"
-                    )
-                )
+                stored = _stored_classes(conn, name, column)
                 portable, note = portable_class(declared or "", stored)
                 target_column = column.lower() if lower_names else column
                 columns.append(
@@ -217,6 +213,31 @@ def read_source(db_path: str | Path, engine: str, *, lower_names: bool) -> list[
             tables.append(_SourceTable(name, name.lower() if lower_names else name, tuple(columns), rows))
         _check_unique(str(db_path), [t.target for t in tables])
         return tables
+    except sqlite3.Error as error:
+        raise DatasetError(f"cannot read {db_path}: {error}") from error
+    finally:
+        conn.close()
+
+
+def _stored_classes(conn: sqlite3.Connection, table: str, column: str) -> tuple[str, ...]:
+    query = f"SELECT DISTINCT typeof({quote_identifier(column)}) FROM {quote_identifier(table)} ORDER BY 1"
+    return tuple(r[0] for r in conn.execute(query))
+
+
+def column_types(db_path: str | Path) -> dict[str, dict[str, ColumnType]]:
+    """Each column's SQLite affinity and the class ``port-db`` stores it as (lower-cased names): what
+    transpiling a SQLite query to a ported database needs (``sql.affinity``). Reads every column's
+    storage classes, as the port does."""
+    conn = connect_readonly(db_path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        found: dict[str, dict[str, ColumnType]] = {}
+        for name in names:
+            columns = found.setdefault(name.lower(), {})
+            for _cid, column, declared, *_ in conn.execute(f"PRAGMA table_info({quote_identifier(name)})"):
+                portable, _note = portable_class(declared or "", _stored_classes(conn, name, column))
+                columns[column.lower()] = ColumnType(sqlite_affinity(declared or ""), portable)
+        return found
     except sqlite3.Error as error:
         raise DatasetError(f"cannot read {db_path}: {error}") from error
     finally:

@@ -11,6 +11,7 @@ from typing import Any
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile, db_details
 from progress_sql.errors import ConfigError
+from progress_sql.execution.engines import engine_of
 from progress_sql.export.formats import ExportFormat, ExportItem, build_rows, write_rows
 from progress_sql.odt import OdtConfig
 from progress_sql.prompts import opening_messages
@@ -55,10 +56,16 @@ def export_items(
     path_maps: Sequence[tuple[str, str]] = (),
     suite: str | None = None,
     on_item: Callable[[], None] | None = None,
+    backend_db: str | None = None,
 ) -> list[ExportItem]:
     """``(source name, example)`` pairs -> items with their opening messages (schema read once per
     database); ``path_maps`` move the written database paths and the ``suite`` folder (:func:`relocate`)
-    every row carries."""
+    every row carries. With ``backend_db`` the prompts name its engine and the rows carry its dialect and
+    location (without a password)."""
+    dialect, location = "sqlite", None
+    if backend_db is not None:
+        engine = engine_of(backend_db)
+        dialect, location, db_engine = engine.dialect, engine.public_location(backend_db), engine.display_name
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     details: dict[str, str] = {}
@@ -74,7 +81,11 @@ def export_items(
         schema = details[example.db_path] if verified else ""
         messages = opening_messages(example, schema, db_engine=db_engine)
         example = replace(example, db_path=relocate(example.db_path, path_maps))
-        items.append(ExportItem(example, source, tuple(messages), verified, row_suite))
+        items.append(
+            ExportItem(
+                example, source, tuple(messages), verified, suite=row_suite, dialect=dialect, backend_db=location
+            )
+        )
         if on_item is not None:
             on_item()
     return items

@@ -39,6 +39,10 @@ class ExportItem:
     #: The test-suite folder (``progress-sql build-suite``) the trainer judges this row with: a match
     #: then means the gold's result on every suite database too. None: the original database alone.
     suite: str | None = None
+    #: The SQL dialect the prompts ask for and the queries run in (sqlglot's name).
+    dialect: str = "sqlite"
+    #: The ported collection the queries run on (``--backend-db``), never with a password; None: SQLite files.
+    backend_db: str | None = None
 
 
 #: The field of :func:`example_fields` holding the gold SQL; verl rows keep it in
@@ -98,7 +102,13 @@ def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
     fields = example_fields(item.example)
     del fields[GOLD_FIELD]  # each format writes the gold in its own ground-truth field
     suite = {} if item.suite is None else {SUITE_FIELD: item.suite}
-    return {"index": index, **fields, "verified": item.verified, **suite}
+    return {
+        "index": index,
+        **fields,
+        "verified": item.verified,
+        **suite,
+        **backend_fields(item.dialect, item.backend_db),
+    }
 
 
 #: The row field naming the row's test-suite folder (only in rows exported with ``--suite``).
@@ -119,13 +129,39 @@ def row_suite(row: Mapping[str, Any]) -> str | None:
 
 def row_env_config(config: EnvConfig, row: Mapping[str, Any]) -> EnvConfig:
     """The config one row's episode runs with: the row's test suite (:func:`row_suite`) when the
-    trainer's settings name none (settings win: they are the run's explicit choice).
+    trainer's settings name none, and the row's backend database likewise (settings win: they are the
+    run's explicit choice).
 
     >>> row_env_config(EnvConfig(), {}) == EnvConfig()
     True
     """
     suite = row_suite(row)
-    return config if suite is None or config.suite is not None else replace(config, suite=suite)
+    info = row.get("extra_info")
+    backend_db = row_backend_db(info if isinstance(info, Mapping) else row)
+    changes: dict[str, Any] = {}
+    if suite is not None and config.suite is None:
+        changes["suite"] = suite
+    if backend_db is not None and config.backend_db is None:
+        changes["backend_db"] = backend_db
+    return replace(config, **changes) if changes else config
+
+
+def backend_fields(dialect: str = "sqlite", backend_db: str | None = None) -> dict[str, Any]:
+    """The row fields naming where the example's queries run (read back by :func:`row_backend_db`).
+
+    >>> row_backend_db(backend_fields("postgres", "postgresql://reader@/bench?host=/run/pg"))
+    'postgresql://reader@/bench?host=/run/pg'
+    >>> row_backend_db({}) is None  # rows written before the field: SQLite files
+    True
+    """
+    return {"dialect": dialect, "backend_db": backend_db}
+
+
+def row_backend_db(fields: Mapping[str, Any]) -> str | None:
+    """A row's backend database (``EnvConfig.backend_db``); None for SQLite files and older rows. The
+    location has no password: give it to the driver through ``~/.pgpass`` or ``PGPASSWORD``."""
+    value = fields.get("backend_db")
+    return str(value) if value else None
 
 
 def _messages(item: ExportItem) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from sqlglot import exp
 
+from progress_sql.sql.affinity import TypedColumns, apply_affinity
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure, parse_sql
 
 
@@ -95,11 +96,15 @@ def parse_for_odt(
     return resolve_double_quoted(tree, sql, schema)
 
 
-def transpile_sql(sql: str, write: str, schema: ColumnNames | None = None) -> str | ParseFailure:
+def transpile_sql(
+    sql: str, write: str, schema: ColumnNames | None = None, types: TypedColumns | None = None
+) -> str | ParseFailure:
     """A SQLite query as the ``write`` dialect writes it, or why it cannot be. Double-quoted tokens
     resolve first (SQLite's rule: a column when ``schema`` has one, else a string); every identifier
     is lower-cased, as SQLite's names are case-insensitive even when quoted, PostgreSQL's are not once
-    quoted, and ``port-db`` lower-cases the names it creates there.
+    quoted, and ``port-db`` lower-cases the names it creates there. With ``types`` (each column's
+    affinity and the class the port stored it as), comparisons, aggregates and arithmetic over columns
+    stored as text get SQLite's conversions (:func:`progress_sql.sql.affinity.apply_affinity`).
 
     >>> transpile_sql('SELECT `Name` FROM Singer WHERE country = "France" ORDER BY age', "postgres")
     "SELECT name FROM singer WHERE country = 'France' ORDER BY age NULLS FIRST"
@@ -110,6 +115,8 @@ def transpile_sql(sql: str, write: str, schema: ColumnNames | None = None) -> st
     if isinstance(tree, ParseFailure):
         return tree
     tree = sqlite_semantics(tree)
+    if types:
+        tree = apply_affinity(tree, types, write)
     for identifier in tree.find_all(exp.Identifier):
         name = identifier.this.lower()
         identifier.set("this", name)
@@ -258,7 +265,22 @@ def sqlite_semantics(tree: exp.Expr) -> exp.Expr:
                 if _grouped(column, keys) or (not column.table and column.name.lower() in aliases):
                     continue
                 column.replace(exp.Min(this=column.copy()))
+        _break_ties_by_group(select)
     return tree
+
+
+def _break_ties_by_group(select: exp.Select) -> None:
+    """With a LIMIT, which of the groups tied on the ORDER BY terms survive is each engine's choice:
+    the GROUP BY keys become the last ORDER BY terms (ascending, NULLs first) so that PostgreSQL and
+    DuckDB at least choose alike (SQLite's choice follows its plan; it agrees in some cases only,
+    docs/semantics.md#agreement-with-sqlite)."""
+    order = select.args.get("order")
+    if order is None or select.args.get("limit") is None or select.args.get("distinct") is not None:
+        return
+    present = {term.this.sql().lower() for term in order.expressions}
+    for key in select.args["group"].expressions:
+        if key.sql().lower() not in present and not isinstance(key, exp.Literal):
+            order.append("expressions", exp.Ordered(this=key.copy(), desc=False, nulls_first=True))
 
 
 def _grouped(column: exp.Column, keys: set[str]) -> bool:
