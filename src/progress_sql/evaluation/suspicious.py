@@ -185,11 +185,11 @@ UNRECORDED: dict[RunKind, dict[str, str]] = {
 
 def not_checkable(kind: RunKind, *, suite: bool) -> dict[str, str]:
     """The checks that cannot run on a run of ``kind`` (``suite``: a test suite is known, given or
-    recorded by the run), each with :data:`NOT_CHECKABLE` and the reason."""
-    missing = dict(UNRECORDED[kind])
+    recorded by the run), each with the reason: :data:`NOT_CHECKABLE` for data the kind never records."""
+    missing = {name: f"{NOT_CHECKABLE}: {why}" for name, why in UNRECORDED[kind].items()}
     if not suite:
-        missing["suite_failure"] = "the run recorded no test suite and none was given (--suite)"
-    return {name: f"{NOT_CHECKABLE}: {why}" for name, why in missing.items()}
+        missing["suite_failure"] = "not checkable for this run: it recorded no test suite and none was given (--suite)"
+    return missing
 
 
 @dataclass(frozen=True, slots=True)
