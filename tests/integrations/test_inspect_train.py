@@ -45,6 +45,10 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_train_logs_every_trajectory_and_inspect_reads_it(train_run: Path, tmp_path: Path) -> None:
+    leakage = json.loads((train_run / "summary.json").read_text())["leakage"]
+    assert leakage["decision"] == "not applied"  # the embedded default: templates over two Spider dev databases
+    assert "concert_singer, pets_1" in leakage["reason"]
+    assert "never score it on Spider dev" in leakage["reason"]
     logged = _lines(train_run / "rl" / ROLLOUTS_FILE)
     assert len(logged) == STEPS * PROMPTS * GENERATIONS
     assert {r["step"] for r in logged} == {1}
