@@ -9,6 +9,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from progress_sql.types import Example
 
@@ -50,3 +51,13 @@ def build_suite_case(folder: Path) -> SuiteCase:
     questions = folder / "questions.json"
     questions.write_text(json.dumps([{"db_id": DB_ID, "question": QUESTION, "query": GOLD}]), encoding="utf-8")
     return SuiteCase(folder, questions, suite, Example(0, QUESTION, DB_ID, str(db), GOLD))
+
+
+def carrying_suite(row: dict[str, Any], suite: Path) -> dict[str, Any]:
+    """``row`` (exported without a suite) as ``progress-sql export --suite`` writes it: ``suite``, the
+    absolute folder, beside the example's fields (a TRL row's column; ``extra_info`` of a verl or
+    SkyRL row). Built by hand so that a trainer path that ignores the row's suite fails on its
+    verdict; the tests also check that the exporter writes exactly this row."""
+    if isinstance(row.get("extra_info"), dict):
+        return {**row, "extra_info": {**row["extra_info"], "suite": str(suite.absolute())}}
+    return {**row, "suite": str(suite.absolute())}

@@ -1,6 +1,6 @@
 """`progress-sql inspect` on a real rollout with planted cases: a hard-coded literal, a match that
 fails on the test suite, a sabotaged first turn, a LIMIT guess are each reported with their reason;
-honest matches are not."""
+honest matches are not; the same through an eval run, and a folder of another kind is refused."""
 
 from __future__ import annotations
 
@@ -95,7 +95,80 @@ def test_without_a_suite_the_suite_check_stays_silent(tmp_path: Path) -> None:
     questions = list(PLANTED)
     flagged = {questions[r["index"]]: set(r["reasons"]) for r in _lines(out / "samples.jsonl") if r["reasons"]}
     assert flagged == {q: reasons - {"suite_failure"} for q, reasons in EXPECTED.items() if reasons - {"suite_failure"}}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["per_reason"]["suite_failure"] == summary["not_checkable"]["suite_failure"]
+    assert summary["per_reason"]["suite_failure"].startswith("not checkable for this run")
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _evaluated(tmp_path: Path, *suite_option: str) -> Path:
+    """A real `progress-sql eval` run over the planted questions, each answered with the SQL its rollout
+    matched with (one answer per question: the last scripted turn)."""
+    case = build_suite_case(tmp_path / "case")
+    questions = [{"db_id": DB_ID, "question": q, "query": gold} for q, (gold, _) in PLANTED.items()]
+    case.questions.write_text(json.dumps(questions))
+    predictions = tmp_path / "predictions.sql"
+    predictions.write_text("".join(turns[-1].split("<sql>")[1].split("</sql>")[0] + "\n" for _, turns in
+                                   PLANTED.values()))  # fmt: skip
+    run = tmp_path / "eval"
+    result = runner.invoke(app, ["eval", "--task", str(case.questions), "--predictions", str(predictions), "--out",
+                                 str(run), "--workers", "1", "--no-plots", *suite_option])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert all(r["match"] for r in _lines(run / "samples.jsonl"))  # every answer matches the original database
+    return run
+
+
+def test_inspect_reads_an_eval_run_and_its_suite_verdicts(tmp_path: Path) -> None:
+    """An eval run with a suite: its matched answers, judged with the eval's own test-suite verdicts;
+    a one-turn answer has no first turn to sabotage, which the report says instead of counting 0."""
+    run = _evaluated(tmp_path, "--suite", str(tmp_path / "case" / "suite"))
+    out = tmp_path / "inspect"
+    result = runner.invoke(app, ["inspect", str(run), "--out", str(out), "--workers", "1", "--sample", "2"])
+    assert result.exit_code == 0, result.output
+    assert all((out / name).is_file() for name in RUN_FILES)
+    questions = list(PLANTED)
+    flagged = {questions[r["index"]]: set(r["reasons"]) for r in _lines(out / "samples.jsonl") if r["reasons"]}
+    assert flagged == {q: reasons for q, reasons in EXPECTED.items() if "sabotaged_first_turn" not in reasons}
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kind"], summary["inspected"], summary["matched"]) == ("eval", len(PLANTED), len(PLANTED))
+    skipped = summary["per_reason"]["sabotaged_first_turn"]
+    assert skipped.startswith("not checkable for this run kind")
+    assert summary["per_reason"]["suite_failure"] == 3
+    assert "sabotaged_first_turn: not checkable for this run kind" in (out / "report.md").read_text()
+    assert (out / "review.md").read_text().count("**Question:**") == 2
+
+
+def test_inspect_an_eval_run_without_a_suite(tmp_path: Path) -> None:
+    """Without a suite the suite check is reported as not checkable; with --suite it judges the eval's answers."""
+    run = _evaluated(tmp_path)
+    out = tmp_path / "inspect"
+    assert runner.invoke(app, ["inspect", str(run), "--out", str(out), "--workers", "1"]).exit_code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert str(summary["per_reason"]["suite_failure"]).startswith("not checkable")
+    questions = list(PLANTED)
+    flagged = {questions[r["index"]]: set(r["reasons"]) for r in _lines(out / "samples.jsonl") if r["reasons"]}
+    assert flagged == {"How many items are there?": {"hard_coded_literal", "no_from"},
+                       "Which item has the largest id?": {"limit_guess"}}  # fmt: skip
+    again = tmp_path / "again"
+    suite = tmp_path / "case" / "suite"
+    result = runner.invoke(app, ["inspect", str(run), "--out", str(again), "--workers", "1", "--suite", str(suite)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((again / "summary.json").read_text())["per_reason"]["suite_failure"] == 3
+
+
+def test_inspect_refuses_a_folder_of_another_kind(tmp_path: Path) -> None:
+    case = build_suite_case(tmp_path / "case")
+    split = tmp_path / "split"
+    result = runner.invoke(app, ["split", "--task", str(case.questions), "--out", str(split), "--fractions", "train=1"])
+    assert result.exit_code == 0, result.output
+    refused = runner.invoke(app, ["inspect", str(split), "--out", str(tmp_path / "inspect")])
+    assert refused.exit_code == 2
+    message = " ".join(refused.output.split())
+    assert "is a run folder of progress-sql split" in message
+    assert "rollout, eval, train" in message
+    empty = runner.invoke(app, ["inspect", str(tmp_path / "case"), "--out", str(tmp_path / "inspect")])
+    assert empty.exit_code == 2
+    assert "no summary.json" in " ".join(empty.output.split())

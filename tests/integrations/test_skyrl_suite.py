@@ -15,7 +15,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason="the SkyRL tests need the [s
 from progress_sql.export.build import export_items  # noqa: E402
 from progress_sql.export.formats import get_format  # noqa: E402
 from progress_sql.integrations.skyrl import close_pools, register_env  # noqa: E402
-from tests.suite_case import GOLD, HARD_CODED, answer, build_suite_case  # noqa: E402
+from tests.suite_case import GOLD, HARD_CODED, answer, build_suite_case, carrying_suite  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,9 +38,11 @@ def _step(row: dict[str, Any], sql: str, **env_config: Any) -> dict[str, Any]:
 def test_skyrl_env_suite_from_settings_and_from_the_row(tmp_path: Path) -> None:
     case = build_suite_case(tmp_path)
     (plain_item,) = export_items([("case", case.example)])
-    (suited_item,) = export_items([("case", case.example)], suite=str(case.suite))
-    plain, suited = (get_format("skyrl").row(item, 0) for item in (plain_item, suited_item))
+    plain = get_format("skyrl").row(plain_item, 0)
+    suited = carrying_suite(plain, case.suite)
     assert _step(plain, HARD_CODED)["verdict"] == "match"
-    assert _step(plain, HARD_CODED, suite=str(case.suite))["verdict"] == "suite_mismatch"
     assert _step(suited, HARD_CODED)["verdict"] == "suite_mismatch"  # the row carries its suite
     assert _step(suited, GOLD)["verdict"] == "match"
+    assert _step(plain, HARD_CODED, suite=str(case.suite))["verdict"] == "suite_mismatch"
+    (suited_item,) = export_items([("case", case.example)], suite=str(case.suite))
+    assert get_format("skyrl").row(suited_item, 0) == suited  # what export --suite writes

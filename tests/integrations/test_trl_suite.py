@@ -13,7 +13,7 @@ from progress_sql.export.build import export_items
 from progress_sql.export.formats import get_format
 from progress_sql.integrations.trl import TrlRollout
 from tests.integrations.test_trl_rollout import FORMAT, ScriptedGenerator, kept_ids
-from tests.suite_case import GOLD, HARD_CODED, build_suite_case
+from tests.suite_case import GOLD, HARD_CODED, build_suite_case, carrying_suite
 
 
 def _first_match(tokenizer: Any, pool: ExecutionPool, tmp_path: Path, sql: str, *, suite: Path | None) -> bool:
@@ -36,14 +36,16 @@ def test_trl_rollout_suite_from_settings(tiny_tokenizer: Any, pool: ExecutionPoo
 
 def test_trl_rollout_suite_from_an_exported_row(tiny_tokenizer: Any, pool: ExecutionPool, tmp_path: Path) -> None:
     case = build_suite_case(tmp_path)
+    (item,) = export_items([("case", case.example)], schema_profile="none")
+    plain = get_format("trl").row(item, 0)
+    suited = carrying_suite(plain, case.suite)
     results = {}
-    for name, suite in (("plain", None), ("suited", str(case.suite))):
-        (item,) = export_items([("case", case.example)], schema_profile="none", suite=suite)
-        row = get_format("trl").row(item, 0)
-        assert row.get("suite") == (None if suite is None else str(case.suite.absolute()))
+    for name, row in (("plain", plain), ("suited", suited)):
         prompt = FORMAT.first_prompt(row["prompt"], case.example.db_id, case.example.question)
         generator = ScriptedGenerator(tiny_tokenizer, {prompt: [HARD_CODED]})
         rollout = TrlRollout((), tiny_tokenizer, FORMAT, generator, env_config=EnvConfig(max_turns=1), pool=pool)
         trainer = type("Trainer", (), {"rollout_rows": [row]})()
         results[name] = rollout([row["prompt"]], trainer)["first_turn_match"][0]
     assert results == {"plain": True, "suited": False}
+    (suited_item,) = export_items([("case", case.example)], schema_profile="none", suite=str(case.suite))
+    assert get_format("trl").row(suited_item, 0) == suited  # what export --suite writes

@@ -11,7 +11,7 @@ from typing import Any
 from progress_sql.export.build import export_items
 from progress_sql.export.formats import build_rows, get_format
 from progress_sql.integrations.verl import compute_score
-from tests.suite_case import GOLD, HARD_CODED, answer, build_suite_case
+from tests.suite_case import GOLD, HARD_CODED, answer, build_suite_case, carrying_suite
 
 
 def _fallback(row: dict[str, Any], sql: str) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def _fallback(row: dict[str, Any], sql: str) -> dict[str, Any]:
 def test_compute_score_fallback_judges_with_the_rows_suite(tmp_path: Path) -> None:
     case = build_suite_case(tmp_path)
     (plain,) = build_rows(export_items([("case", case.example)]), get_format("verl"))
-    (suited,) = build_rows(export_items([("case", case.example)], suite=str(case.suite)), get_format("verl"))
+    suited = carrying_suite(plain, case.suite)  # as export --suite writes it (checked in test_agent_loop_suite)
     assert _fallback(plain, HARD_CODED)["k_star"] == 1  # right on the original database by accident
     hard_coded = _fallback(suited, HARD_CODED)
     assert hard_coded["k_star"] == 0  # the suite's databases count other rows

@@ -31,7 +31,8 @@ COMMANDS: dict[str, str] = {
     "diagnose": "Score a predicted SQL against a gold SQL: F_struct, F_lex, F, feature similarities, tags, feedback.",
     "eval": "Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors.",
     "export": "Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts).",
-    "inspect": "Flag suspicious high-reward samples of a rollout: hard-coded results, LIMIT guesses, suite failures.",
+    "inspect": "Flag suspicious high-reward samples of a rollout, eval or train run: hard-coded results, LIMIT "
+    "guesses, suite failures.",
     "port-db": "Copy SQLite databases into PostgreSQL or DuckDB: types mapped and reported, every table verified.",
     "reward-bound": "Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at "
     "both ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot.",

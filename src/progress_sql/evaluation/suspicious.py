@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlglot import exp
 
@@ -33,6 +33,9 @@ class Case:
     reward_name: str = "progressive"
     progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
     audit_findings: tuple[str, ...] = ()
+    #: The run's own test-suite verdict on the matched SQL (an eval run with ``--suite`` records it
+    #: as ``ts_match``); None: not recorded, the store's suite (if any) judges.
+    recorded_suite_match: bool | None = None
 
     @property
     def matched_sql(self) -> str | None:
@@ -89,8 +92,11 @@ def limit_guess(case: Case) -> str | None:
 
 
 def suite_failure(case: Case) -> str | None:
-    """A match on the original database that fails on the test suite (with ``--suite``)."""
+    """A match on the original database that fails on the test suite: the run's recorded verdict
+    (an eval run's ``ts_match``), else judged on the store's suite (``--suite`` or the run's)."""
     sql = case.matched_sql
+    if sql is not None and case.recorded_suite_match is not None:
+        return None if case.recorded_suite_match else "matched, but the run's own test-suite verdict is a mismatch"
     if sql is None or case.store.suite is None or not case.store.suite_databases(case.example):
         return None
     if case.store.suite_match(case.example, sql):
@@ -162,6 +168,30 @@ CHECKS: dict[str, Check] = {
 }
 
 
+#: The run kinds ``progress-sql inspect`` reads (the ``command`` of their ``summary.json``).
+RunKind = Literal["rollout", "eval", "train"]
+RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
+NOT_CHECKABLE = "not checkable for this run kind"
+
+#: Checks that need data a run kind does not record, and why (reported as not checkable, never as 0).
+UNRECORDED: dict[RunKind, dict[str, str]] = {
+    "rollout": {},
+    "eval": {
+        "sabotaged_first_turn": "an eval answer is one turn: there is no first turn and no reward to compare",
+    },
+    "train": {},
+}
+
+
+def not_checkable(kind: RunKind, *, suite: bool) -> dict[str, str]:
+    """The checks that cannot run on a run of ``kind`` (``suite``: a test suite is known, given or
+    recorded by the run), each with the reason: :data:`NOT_CHECKABLE` for data the kind never records."""
+    missing = {name: f"{NOT_CHECKABLE}: {why}" for name, why in UNRECORDED[kind].items()}
+    if not suite:
+        missing["suite_failure"] = "not checkable for this run: it recorded no test suite and none was given (--suite)"
+    return missing
+
+
 @dataclass(frozen=True, slots=True)
 class InspectedEpisode:
     """An inspected episode: which checks fired, with their evidence (none: nothing suspicious)."""
@@ -208,6 +238,8 @@ def tables_read(sql: str) -> set[str]:
     return set() if isinstance(tree, ParseFailure) else {t.name.lower() for t in tree.find_all(exp.Table)}
 
 
-def counts(findings: Sequence[InspectedEpisode]) -> dict[str, int]:
-    """Flagged episodes per reason, every reason listed."""
-    return {name: sum(name in f.reasons for f in findings) for name in CHECKS}
+def counts(findings: Sequence[InspectedEpisode], skipped: Mapping[str, str] | None = None) -> dict[str, int | str]:
+    """Flagged episodes per reason, every reason listed; a check in ``skipped`` (from
+    :func:`not_checkable`) shows its reason instead of a count."""
+    skipped = skipped or {}
+    return {name: skipped.get(name) or sum(name in f.reasons for f in findings) for name in CHECKS}

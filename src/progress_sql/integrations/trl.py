@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
+from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
@@ -232,6 +233,10 @@ class TrlRollout:
     cache: GoldCache = field(default_factory=GoldCache)
     #: Every trajectory of the last call (for tests and run reports).
     last_trajectories: list[Trajectory] = field(default_factory=list)
+    #: The last call's examples and each episode's turn records (``train``'s rollout log, read by
+    #: ``progress-sql inspect``).
+    last_examples: list[Example] = field(default_factory=list)
+    last_records: list[list[TurnRecord]] = field(default_factory=list)
     #: Batches in a row whose first turn was empty for every prompt (see SILENT_BATCHES_BEFORE_FAILING).
     silent_batches: int = 0
 
@@ -316,6 +321,7 @@ class TrlRollout:
         logprobs: list[list[float | None]] = [[] for _ in prompts]
         sampled_logprobs = True
         finals: list[Any] = [None] * len(prompts)
+        records: list[list[TurnRecord]] = [[] for _ in prompts]
         active = list(range(len(prompts)))
         collective = self.generator.collective(trainer)
         for _ in range(self.env_config.max_turns):
@@ -335,6 +341,7 @@ class TrlRollout:
                 if gold_errors[i]:  # nothing to compare with: the episode ends unscored
                     continue
                 step = envs[i].step(self._text(turn.tokens))
+                records[i].append(step.info)
                 if step.terminated or step.truncated:
                     finals[i] = step.info.reward
                     continue
@@ -348,6 +355,7 @@ class TrlRollout:
                 still_active.append(i)
             active = still_active
         self.last_trajectories = [env.trajectory for env in envs]
+        self.last_examples, self.last_records = list(examples), records
         unscored = dict.fromkeys(component_names(self.env_config.reward), 0.0)
         return {
             "prompt_ids": prompt_ids,

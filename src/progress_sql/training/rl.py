@@ -4,7 +4,9 @@ TRL (:mod:`progress_sql.integrations.trl` builds the trainer).
 Per step, ``metrics.jsonl`` gets TRL's own logs (reward and each component, reward std, the share of
 groups with zero reward variance, completion length, clip ratios, loss) merged with trajectory
 statistics from the rollout function (turns per trajectory, success and first-correct turn,
-first-turn F and EX). Checkpoints go to ``<out>/checkpoints``; a rerun resumes from the last one.
+first-turn F and EX); ``rollouts.jsonl`` gets every trajectory (its example, turn records and reward:
+what ``progress-sql inspect`` reads of a training run). Checkpoints go to ``<out>/checkpoints``; a
+rerun resumes from the last one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from progress_sql.env.core import EnvConfig
 from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.export.formats import example_fields
 from progress_sql.integrations.trl import (
     ModelGenerator,
     TokenGenerator,
@@ -32,7 +35,7 @@ from progress_sql.integrations.trl import (
 )
 from progress_sql.prompts import ConversationFormat
 from progress_sql.rewards.registry import get_reward
-from progress_sql.types import Example
+from progress_sql.types import Example, plain
 
 #: The environment settings that :class:`RLSettings` sets under its own names.
 _OWN_ENV_FIELDS = {"max_turns": "turns", "reward": "reward", "timeout_s": "timeout_s"}
@@ -217,16 +220,52 @@ def late_by_first_correct_turn(components: Sequence[Mapping[str, float]], k_star
     return {f"trajectory/late_at_first_correct/{k}": statistics.fmean(v) for k, v in sorted(by_turn.items())}
 
 
-class _TrajectoryStats:
-    """Wraps the rollout function and keeps per-call trajectory statistics for the step logs."""
+#: The RL phase's episode log beside ``metrics.jsonl`` (one line per trajectory; ``progress-sql inspect``
+#: reads it). Processes other than the main one write ``rollouts-rank<r>.jsonl``.
+ROLLOUTS_FILE = "rollouts.jsonl"
 
-    def __init__(self, rollout: TrlRollout, group_size: int) -> None:
+
+def rollout_log_path(out: Path, rank: int = 0) -> Path:
+    """Where process ``rank`` of an RL phase writing into ``out`` logs its episodes."""
+    return out / (ROLLOUTS_FILE if rank == 0 else f"rollouts-rank{rank}.jsonl")
+
+
+def episode_records(rollout: TrlRollout, output: Mapping[str, Any], step: int) -> list[dict[str, Any]]:
+    """One record per trajectory of the rollout's last call: the optimizer step it was generated for,
+    its example (the export row codec's fields, so the log is readable without the training data), its
+    turn records as ``progress-sql rollout`` writes them and its reward (status ``gold_error`` when the
+    gold could not be used: one unscored turn)."""
+    records = []
+    for position, (example, turns) in enumerate(zip(rollout.last_examples, rollout.last_records, strict=True)):
+        components = dict(output["reward_components"][position])
+        error = output["gold_error"][position]
+        records.append({
+            "step": step, "index": example.index, "db_id": example.db_id, "example": example_fields(example),
+            "status": "gold_error" if error else "ok", "gold_error": error or None,
+            "reward": {"total": round(sum(components.values()), 6), "components": components},
+            "turns": [turn.to_dict() for turn in turns],
+        })  # fmt: skip
+    return records
+
+
+class _TrajectoryStats:
+    """Wraps the rollout function, keeps per-call trajectory statistics for the step logs and appends
+    every episode to ``log`` (:func:`episode_records`)."""
+
+    def __init__(self, rollout: TrlRollout, group_size: int, log: Path | None = None) -> None:
         self.rollout = rollout
         self.group_size = group_size
+        self.log = log
         self.pending: dict[str, float] = {}
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         output = self.rollout(prompts, trainer)
+        if self.log is not None:
+            state = getattr(trainer, "state", None)
+            step = int(getattr(state, "global_step", 0)) + 1  # generated for the next optimizer step
+            with self.log.open("a", encoding="utf-8") as handle:
+                for record in episode_records(self.rollout, output, step):
+                    handle.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
         n = max(1, len(prompts))
         k_stars = [k for k in output["k_star"] if k]
         self.pending = {
@@ -382,6 +421,7 @@ def run_rl(
     stats = _TrajectoryStats(
         TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool),
         settings.generations,
+        rollout_log_path(out, world_rank()),
     )
     metrics: list[dict[str, Any]] = []
     trainer = grpo_trainer(
