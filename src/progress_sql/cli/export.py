@@ -112,6 +112,9 @@ def export_command(
     report_dir: Path | None = typer.Option(
         None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
     ),
+    offer_ask: bool = typer.Option(
+        False, "--offer-ask", help="Offer the <ask> action in the system prompt (docs/tasks.md); off: as before."
+    ),
     as_json: bool = common.json_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
@@ -131,8 +134,10 @@ def export_command(
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
     with progress_bar("export", console=common.stderr) as bar:
         job = bar.add_task("rows", total=len(drawn))
-        items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job))
-    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps]}
+        items = export_items(drawn, schema_profile=schema_profile, path_maps=maps, on_item=lambda: bar.advance(job),
+                             allow_ask=offer_ask)  # fmt: skip
+    settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
+                **({"offer_ask": True} if offer_ask else {})}  # fmt: skip
     summary = write_export(items, fmt, out, filter_name=filter_name, dropped=len(dropped), settings=settings)
     manifest = {
         "command": "export",

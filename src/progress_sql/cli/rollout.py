@@ -21,6 +21,7 @@ from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
+from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.runfolder import RunSummary, basic_report
 from progress_sql.types import plain
 
@@ -44,6 +45,9 @@ def rollout_command(
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
+    offer_ask: bool = typer.Option(
+        False, "--offer-ask", help="Offer the <ask> action in the prompt (docs/tasks.md; always accepted)."
+    ),
     as_json: bool = common.json_option(),
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
@@ -59,6 +63,7 @@ def rollout_command(
         reward=reward,
         schema_profile=schema_profile,  # type: ignore[arg-type]
         timeout_s=timeout,
+        tasks=TaskTermsConfig(offer_ask=offer_ask),
     )
     generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
     generator = make_backend(
@@ -94,6 +99,8 @@ def rollout_command(
         "feedback": feedback,
         "schema_profile": schema_profile,
         "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
+        # The terms of clarifying questions and write checks (docs/environment.md), added to every episode.
+        "task_terms": {"offer_ask": offer_ask, "config_hash": config.tasks.config_hash},
         "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         "timeout_s": timeout,
         "workers": workers or None,
@@ -116,6 +123,10 @@ def _print(task: str, metrics: dict[str, Any]) -> None:
     table.add_row("mean turns", f"{metrics['mean_turns']:.2f}")
     table.add_row("format rate", f"{100 * metrics['format_rate']:.1f}%")
     table.add_row("gold invalid / skipped", f"{metrics['gold_invalid']} / {metrics['skipped']}")
+    for kind, block in metrics["by_kind"].items():
+        if len(metrics["by_kind"]) > 1 or kind != "read":  # a run with write or ambiguous tasks
+            cells = f"{100 * block['match_rate']:.1f}% / {block['mean_reward']:.3f} / {block['asks']}"
+            table.add_row(f"{kind}: matched / mean reward / asks", cells)
     common.stdout.print(table)
 
 

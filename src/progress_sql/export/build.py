@@ -54,9 +54,11 @@ def export_items(
     db_engine: str = OdtConfig().db_engine,
     path_maps: Sequence[tuple[str, str]] = (),
     on_item: Callable[[], None] | None = None,
+    allow_ask: bool = False,
 ) -> list[ExportItem]:
     """``(source name, example)`` pairs -> items with their opening messages (schema read once per
-    database); ``path_maps`` move the written database paths (:func:`relocate`)."""
+    database); ``path_maps`` move the written database paths (:func:`relocate`); ``allow_ask`` offers
+    the clarifying-question action in the system prompt (``TaskTermsConfig.offer_ask``)."""
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     details: dict[str, str] = {}
@@ -67,7 +69,7 @@ def export_items(
         if verified and example.db_path not in details:
             details[example.db_path] = db_details(example.db_path, schema_profile)
         schema = details[example.db_path] if verified else ""
-        messages = opening_messages(example, schema, db_engine=db_engine)
+        messages = opening_messages(example, schema, db_engine=db_engine, allow_ask=allow_ask)
         example = replace(example, db_path=relocate(example.db_path, path_maps))
         items.append(ExportItem(example, source, tuple(messages), verified))
         if on_item is not None:
