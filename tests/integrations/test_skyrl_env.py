@@ -89,7 +89,8 @@ def test_registered_made_and_stepped_mismatch_then_match(rows: list[dict[str, An
     assert set(second["metadata"]["reward"]["components"]) >= {"align", "exec"}
     assert (second["metadata"]["response"], second["metadata"]["feedback"]) == (RIGHT, None)
     assert first["metadata"]["feedback"] == first["observations"][0]["content"]
-    assert env.get_metrics() == {"turns": 2, "match": True, "k_star": 2, "reward": second["reward"]}
+    assert env.get_metrics() == {"turns": 2, "asks": 0, "match": True, "k_star": 2,
+                                 "reward": second["reward"]}  # fmt: skip
 
 
 def test_unbounded_recursive_cte_times_out_as_data(rows: list[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from progress_sql.odt import CATALOGUE
 from progress_sql.prompts import CompactFormat
-from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS, train_tokenizer
+from progress_sql.training.tokenizer import FORMAT_TOKENS, SPECIAL_TOKENS, framing_texts, train_tokenizer
 
 
 def test_special_and_format_tokens_are_single_tokens(tokenizer: Any) -> None:
@@ -82,3 +82,21 @@ def test_identifiers_stay_whole_and_answers_fit_an_rl_turn(tokenizer: Any, datas
     # Every template answer, eos included, fits the 48 new tokens of an RL turn.
     longest = max(len(tokenizer(fmt.answer(e.gold_sql)).input_ids) + 1 for e in dataset.train)
     assert longest <= 48
+
+
+def test_the_read_framing_leaves_out_the_write_tags_and_a_write_run_adds_them() -> None:
+    """The embedded default trains on read questions: its tokenizer's corpus holds only the tag codes
+    the read ODT can emit, so its vocabulary is the one it had before the DML tags existed."""
+    dml = {spec.name for spec in CATALOGUE if spec.category == "DML"}
+    assert len(dml) == 10
+
+    def codes(texts: list[str]) -> set[str]:
+        every = texts[-1]  # "\nF: CODE CODE ...\nA:", every code of the framing in one line
+        return set(every.removeprefix("\nF: ").removesuffix("\nA:").split())
+
+    read = codes(framing_texts())
+    assert read == {spec.name for spec in CATALOGUE if spec.category != "DML"} | {"VALUES", "PARSE_ERROR"}
+    assert codes(framing_texts(write_tags=True)) == read | dml
+    corpus = ["SELECT count(*) FROM singer", "UPDATE singer SET age = 1 WHERE singer_id = 2"]
+    plain = train_tokenizer(corpus, vocab_size=600).backend_tokenizer.to_str()
+    assert train_tokenizer(corpus, vocab_size=600, write_tags=True).backend_tokenizer.to_str() != plain

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from progress_sql.audit.catalogue import resolve_checks
 from progress_sql.audit.runner import DEFAULT_TIMEOUT_S, audit_examples
+from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.write import judge_write, run_write, write_job
 from progress_sql.registry import lookup
 from progress_sql.runfolder import write_jsonl
 from progress_sql.types import Example
@@ -82,22 +84,48 @@ def apply_filter(
     """Audit ``examples`` with the checks of filter set ``name`` and split them into kept and dropped.
 
     Unknown names raise ConfigError. Execution checks skip examples whose database is absent, so
-    those examples are kept unless a static check of the set fires.
+    those examples are kept unless a static check of the set fires. The checks audit read golds; a
+    write task (docs/tasks.md) is kept when its reference script runs on a copy of its database and
+    passes its own checks (:func:`write_reference_problem`), whatever the set.
     """
     filter_set = lookup(FILTER_SETS, name, "filter set")
     if not filter_set.checks or not examples:
         return FilterOutcome(tuple(examples), ())
     names = {c.id: c.name for c in resolve_checks(filter_set.checks)}
-    records = audit_examples(examples, filter_set.checks, workers=workers, timeout_s=timeout_s, progress=progress)
+    reads = [e for e in examples if e.write is None]
+    audited = iter(audit_examples(reads, filter_set.checks, workers=workers, timeout_s=timeout_s, progress=progress))
     kept: list[Example] = []
     dropped: list[DroppedExample] = []
-    for example, record in zip(examples, records, strict=True):
-        if not record.findings:
+    for example in examples:
+        if example.write is None:
+            record = next(audited)
+            reasons = tuple(
+                f"{f.check} {names[f.check]}: {f.evidence[:REASON_EVIDENCE_CHARS]}" for f in record.findings
+            )
+        else:
+            problem = write_reference_problem(example, timeout_s)
+            reasons = () if problem is None else (f"{WRITE_REFERENCE_REASON}: {problem[:REASON_EVIDENCE_CHARS]}",)
+        if not reasons:
             kept.append(example)
             continue
-        reasons = tuple(f"{f.check} {names[f.check]}: {f.evidence[:REASON_EVIDENCE_CHARS]}" for f in record.findings)
         dropped.append(DroppedExample(example.index, example.db_id, example.question, example.gold_sql, reasons))
     return FilterOutcome(tuple(kept), tuple(dropped))
+
+
+#: The reason a filter gives for a write task whose reference script does not pass its own checks.
+WRITE_REFERENCE_REASON = "write-reference"
+
+
+def write_reference_problem(example: Example, timeout_s: float = DEFAULT_TIMEOUT_S) -> str | None:
+    """Why a write task's reference script cannot serve as its gold (None when it runs on a copy of
+    the database and passes every check; an absent database says nothing, like the execution checks)."""
+    spec = example.write
+    if spec is None or not Path(example.db_path).is_file():
+        return None
+    # The reference is the task's own data (trusted like a gold query): it runs in this process.
+    reference = run_write(write_job(example.db_path, example.gold_sql, spec, ExecLimits(timeout_s=timeout_s)))
+    verdict = judge_write(spec, reference, reference).verdict
+    return None if verdict.match else verdict.reason
 
 
 def write_dropped(outcome: FilterOutcome, path: Path) -> None:

@@ -130,6 +130,9 @@ def export_command(
         None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
     ),
     backend_db: str | None = common.backend_db_option(),
+    offer_ask: bool = typer.Option(
+        False, "--offer-ask", help="Offer the <ask> action in the system prompt (docs/tasks.md); off: as before."
+    ),
     as_json: bool = common.json_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
@@ -161,10 +164,12 @@ def export_command(
             suite=None if suite is None else str(suite),
             on_item=lambda: bar.advance(job),
             backend_db=backend_db,
+            allow_ask=offer_ask,
         )
     settings = {"schema_profile": schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
                 "suite": items[0].suite if items else None, "allow_eval_overlap": allow_eval_overlap,
-                "engine": None if backend_db is None else engine_settings(backend_db)}  # fmt: skip
+                "engine": None if backend_db is None else engine_settings(backend_db),
+                **({"offer_ask": True} if offer_ask else {})}  # fmt: skip
     summary = write_export(items, fmt, out, filter_name=filter_name, dropped=len(dropped), settings=settings)
     manifest = {
         "command": "export",

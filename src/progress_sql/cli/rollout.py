@@ -25,6 +25,7 @@ from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
+from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.runfolder import RunSummary, basic_report
 from progress_sql.types import plain
 from progress_sql.view.context import example_contexts, write_contexts
@@ -51,6 +52,9 @@ def rollout_command(
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
     backend_db: str | None = common.backend_db_option(),
+    offer_ask: bool = typer.Option(
+        False, "--offer-ask", help="Offer the <ask> action in the prompt (docs/tasks.md; always accepted)."
+    ),
     as_json: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:
@@ -69,6 +73,7 @@ def rollout_command(
         timeout_s=timeout,
         suite=None if suite is None else str(suite),
         backend_db=backend_db,
+        tasks=TaskTermsConfig(offer_ask=offer_ask),
     )
     common.backend_engine(backend_db)
     generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
@@ -110,6 +115,8 @@ def rollout_command(
         "schema_profile": schema_profile,
         "suite": str(suite) if suite else None,
         "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
+        # The terms of clarifying questions and write checks (docs/environment.md), added to every episode.
+        "task_terms": {"offer_ask": offer_ask, "config_hash": config.tasks.config_hash},
         "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
         "timeout_s": timeout,
         "workers": workers or None,
@@ -139,6 +146,10 @@ def _print(task: str, metrics: dict[str, Any]) -> None:
     table.add_row("mean turns", f"{metrics['mean_turns']:.2f}")
     table.add_row("format rate", f"{100 * metrics['format_rate']:.1f}%")
     table.add_row("gold invalid / skipped", f"{metrics['gold_invalid']} / {metrics['skipped']}")
+    for kind, block in metrics["by_kind"].items():
+        if len(metrics["by_kind"]) > 1 or kind != "read":  # a run with write or ambiguous tasks
+            cells = f"{100 * block['match_rate']:.1f}% / {block['mean_reward']:.3f} / {block['asks']}"
+            table.add_row(f"{kind}: matched / mean reward / asks", cells)
     common.stdout.print(table)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
-from progress_sql.env.records import TurnRecord
+from progress_sql.env.records import TurnRecord, answers_trajectory
 from progress_sql.env.user import SimulatedUser, User
 from progress_sql.errors import ConfigError
 from progress_sql.execution.cache import GoldCache
@@ -87,10 +87,16 @@ class EnvConfig:
 
     @property
     def value_range(self) -> tuple[float, float]:
-        """The declared range of the episode reward (both progressive formulas share one range)."""
+        """The declared range of the episode reward: the configured reward's (both progressive formulas
+        share one range) plus what the task terms of clarifying questions, guesses and write checks
+        can add within ``max_turns`` (:meth:`TaskTermsConfig.term_range`). Every episode may carry
+        them: the ask action is accepted on any question, so a read episode can pay for needless ones."""
         if self.reward in ("progressive", "progressive-paper"):
-            return reward_range(self.progressive)
-        return get_reward(self.reward).value_range
+            low, high = reward_range(self.progressive)
+        else:
+            low, high = get_reward(self.reward).value_range
+        term_low, term_high = self.tasks.term_range(self.max_turns)
+        return low + term_low, high + term_high
 
 
 def exec_limits(config: EnvConfig) -> ExecLimits:
@@ -366,8 +372,7 @@ class SQLRefineEnv(Closing):
         assert example is not None
         context = RewardContext(example.gold_sql, progressive=self.config.progressive)
         # An episode that only asked is scored as one turn without an answer.
-        trajectory = self.trajectory if self._turns else Trajectory((Turn(None, False, False, False, 0.0),))
-        base = get_reward(self.config.reward).score(trajectory, context)
+        base = get_reward(self.config.reward).score(answers_trajectory(self._turns), context)
         clarify = None
         if example.ambiguity or self._asks:
             guessed, matched = self._first_answer if self._first_answer is not None else (False, False)

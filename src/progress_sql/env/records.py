@@ -86,7 +86,21 @@ class TurnRecord:
         )
 
 
+#: What a reward scores for an episode that ended without any answer (it only asked): one turn
+#: without SQL, as if the model had answered nothing (docs/tasks.md#an-episode-that-only-asks).
+NO_ANSWER_TURN = Turn(sql=None, format_ok=False, executable=False, match=False, f=0.0, response="")
+
+
+def answers_trajectory(answers: Sequence[Turn]) -> Trajectory:
+    """The trajectory a reward scores from an episode's answers: those, or :data:`NO_ANSWER_TURN`
+    when the episode asked and never answered."""
+    return Trajectory(tuple(answers) if answers else (NO_ANSWER_TURN,))
+
+
 def trajectory_of(records: Sequence[TurnRecord]) -> Trajectory:
     """The trajectory that a reward scores, from an episode's records in turn order: its answers (a
-    clarifying question is no answer; its terms are added by ``rewards/tasks.py``)."""
-    return Trajectory(tuple(record.as_turn() for record in records if record.action != "ask"))
+    clarifying question is no answer; its terms are added by ``rewards/tasks.py``), or one turn
+    without an answer when every turn asked (the same as the environment scores)."""
+    if not records:
+        return Trajectory(())
+    return answers_trajectory([record.as_turn() for record in records if record.action != "ask"])

@@ -18,7 +18,7 @@ from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import Example, RewardBreakdown
+from progress_sql.types import TASK_KINDS, Example, RewardBreakdown, TaskKind
 
 Progress = Callable[[int], None]
 EpisodeStatus = Literal["ok", "gold_invalid", "skipped"]
@@ -37,6 +37,8 @@ class EpisodeRecord:
     turns: tuple[TurnRecord, ...] = ()
     reward: RewardBreakdown | None = None
     k_star: int | None = None
+    #: The example's task kind (docs/tasks.md): the summary breaks results down by it.
+    kind: TaskKind = "read"
 
 
 def run_rollouts(
@@ -81,7 +83,7 @@ def run_rollouts(
                 example = examples[position]
                 records[position] = EpisodeRecord(
                     example.index, example.db_id, "ok", "", tuple(turns[position]), step.info.reward,
-                    env.trajectory.k_star,
+                    env.trajectory.k_star, example.kind,
                 )  # fmt: skip
                 _advance(progress, config.max_turns - step.info.turn + 1)
             else:
@@ -95,7 +97,7 @@ def run_rollouts(
 
 
 def _unscored(example: Example, status: EpisodeStatus, reason: str) -> EpisodeRecord:
-    return EpisodeRecord(example.index, example.db_id, status, reason)
+    return EpisodeRecord(example.index, example.db_id, status, reason, kind=example.kind)
 
 
 def _advance(progress: Progress | None, amount: int) -> None:
@@ -104,7 +106,16 @@ def _advance(progress: Progress | None, amount: int) -> None:
 
 
 def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict[str, Any]:
-    """Success by turn (cumulative), mean reward and turns, counts of invalid and skipped examples."""
+    """Success by turn (cumulative), mean reward and turns, counts of invalid and skipped examples;
+    ``by_kind``: the same for each task kind present (read, write, ambiguous), with its clarifying
+    questions. ``k_star`` counts answers: a clarifying question is a turn but no answer."""
+    summary = _summary(records, max_turns)
+    kinds = [kind for kind in TASK_KINDS if any(r.kind == kind for r in records)]
+    summary["by_kind"] = {kind: _summary([r for r in records if r.kind == kind], max_turns) for kind in kinds}
+    return summary
+
+
+def _summary(records: Sequence[EpisodeRecord], max_turns: int) -> dict[str, Any]:
     scored = [r for r in records if r.status == "ok"]
     n = len(scored)
     successes = [r.k_star for r in scored if r.k_star is not None]
@@ -123,4 +134,6 @@ def summarize_rollouts(records: Sequence[EpisodeRecord], max_turns: int) -> dict
         "format_rate": round(
             sum(t.format_ok for r in scored for t in r.turns) / max(1, sum(len(r.turns) for r in scored)), 6
         ),
+        "asks": sum(t.action == "ask" for r in scored for t in r.turns),
+        "match_rate": round(sum(bool(r.turns and r.turns[-1].match) for r in scored) / n, 6) if n else 0.0,
     }

@@ -57,11 +57,13 @@ def export_items(
     suite: str | None = None,
     on_item: Callable[[], None] | None = None,
     backend_db: str | None = None,
+    allow_ask: bool = False,
 ) -> list[ExportItem]:
     """``(source name, example)`` pairs -> items with their opening messages (schema read once per
     database); ``path_maps`` move the written database paths and the ``suite`` folder (:func:`relocate`)
     every row carries. With ``backend_db`` the prompts name its engine and the rows carry its dialect and
-    location (without a password)."""
+    location (without a password); ``allow_ask`` offers the clarifying-question action in the system
+    prompt (``TaskTermsConfig.offer_ask``)."""
     dialect, location = "sqlite", None
     if backend_db is not None:
         engine = engine_of(backend_db)
@@ -79,7 +81,7 @@ def export_items(
         if verified and example.db_path not in details:
             details[example.db_path] = db_details(example.db_path, schema_profile)
         schema = details[example.db_path] if verified else ""
-        messages = opening_messages(example, schema, db_engine=db_engine)
+        messages = opening_messages(example, schema, db_engine=db_engine, allow_ask=allow_ask)
         example = replace(example, db_path=relocate(example.db_path, path_maps))
         items.append(
             ExportItem(

@@ -23,7 +23,6 @@ from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import SKYRL_ENV_CLASS, row_env_config, skyrl_example
-from progress_sql.rewards.registry import RewardContext, get_reward
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
 #: SkyRL's default number of threads that step environments (``environment.skyrl_gym.max_env_workers``,
@@ -167,6 +166,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         (or built when empty). A gold that fails or times out (``gold_error`` in the metadata) makes
         the episode end at the first step with reward 0 instead of raising."""
         self.turns = 0
+        self.asks = 0
         self._reward_so_far = 0.0
         self.gold_error = ""
         try:
@@ -189,6 +189,7 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
             )
         result = self.env.step(action)
         self._last = result.info
+        self.asks += result.info.action == "ask"
         done = result.terminated or result.truncated
         if self.step_rewards:
             total = result.reward if done else self._prefix_reward()
@@ -205,14 +206,16 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         )
 
     def _prefix_reward(self) -> float:
-        context = RewardContext(self.example.gold_sql, progressive=self.config.progressive)
-        return float(get_reward(self.config.reward).score(self.env.trajectory, context).total)
+        # The environment's own scoring of the episode so far: its answers plus the task terms of
+        # clarifying questions and write checks, so the step rewards add up to the episode's.
+        return float(self.env.episode_reward().total)
 
     def get_metrics(self) -> dict[str, Any]:
         trajectory = self.env.trajectory
         last = self._last
         return {
-            "turns": len(trajectory.turns),
+            "turns": len(trajectory.turns),  # answers: a clarifying question is counted in asks
+            "asks": self.asks,
             "match": bool(last is not None and last.match),
             "k_star": trajectory.k_star or 0,
             "reward": last.reward.total if last is not None and last.reward is not None else 0.0,

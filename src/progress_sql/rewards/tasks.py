@@ -67,6 +67,18 @@ class TaskTermsConfig:
         if self.omega_checks < 0:
             raise ConfigError(f"TaskTermsConfig.omega_checks must be >= 0, got {self.omega_checks}")
 
+    def term_range(self, max_turns: int) -> tuple[float, float]:
+        """The lowest and highest sum of the terms an episode of ``max_turns`` turns can get (a loose
+        bound that holds for any episode): every turn a needless question but the last, a wrong guess;
+        or every turn a question about an open slot but the last, an answer passing every check.
+
+        >>> TaskTermsConfig().term_range(3)
+        (-1.5, 1.5)
+        """
+        asks_low = min(max_turns * self.ask_needless, (max_turns - 1) * self.ask_needless + self.guess_wrong)
+        asks_high = max(max_turns * self.ask_open, (max_turns - 1) * self.ask_open + self.omega_checks)
+        return asks_low, asks_high
+
     @property
     def config_hash(self) -> str:
         weights = {k: v for k, v in asdict(self).items() if k not in ("offer_ask", "user_seed")}

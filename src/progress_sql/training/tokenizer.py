@@ -20,10 +20,13 @@ SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<eos>", "<bos>", "<unk>")
 FORMAT_TOKENS: tuple[str, ...] = ("<think>", "</think>", "<sql>", "</sql>")
 
 
-def framing_texts() -> list[str]:
-    """Text the tokenizer must know whatever the data: the compact format's framing and each tag code."""
+def framing_texts(*, write_tags: bool = False) -> list[str]:
+    """Text the tokenizer must know whatever the data: the compact format's framing and each tag code
+    the ODT can emit on the run's tasks. ``write_tags`` adds the codes of write scripts (the catalogue's
+    ``DML`` category, odt/dml.py): off for read questions, so the embedded default's vocabulary is the
+    one it had before write tasks existed."""
     fmt = CompactFormat()
-    codes = [spec.name for spec in CATALOGUE] + ["VALUES", "PARSE_ERROR"]
+    codes = [spec.name for spec in CATALOGUE if write_tags or spec.category != "DML"] + ["VALUES", "PARSE_ERROR"]
     texts = [fmt.prompt("db", "question") + fmt.answer("SELECT 1")]
     texts += [f"\nF: {code}\nA:" for code in codes]
     texts.append("\nF: " + " ".join(codes) + "\nA:")
@@ -35,10 +38,10 @@ def training_texts(examples: Iterable[Example], format: CompactFormat) -> list[s
     return [format.prompt(e.db_id, e.question) + format.answer(e.gold_sql) for e in examples]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
-    """Train a byte-level BPE on ``texts`` (plus :func:`framing_texts`) and wrap it as a
-    ``transformers.PreTrainedTokenizerFast``. The vocabulary may come out smaller than
-    ``vocab_size`` on a small corpus."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, write_tags: bool = False) -> Any:
+    """Train a byte-level BPE on ``texts`` (plus :func:`framing_texts`, with the write scripts' tag
+    codes when ``write_tags``) and wrap it as a ``transformers.PreTrainedTokenizerFast``. The
+    vocabulary may come out smaller than ``vocab_size`` on a small corpus."""
     import transformers
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -56,7 +59,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    corpus = [*texts, *framing_texts()]
+    corpus = [*texts, *framing_texts(write_tags=write_tags)]
     bpe.train_from_iterator(corpus, trainer=trainer)
     bpe.add_tokens(list(FORMAT_TOKENS))
     return transformers.PreTrainedTokenizerFast(
