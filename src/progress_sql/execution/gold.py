@@ -4,16 +4,21 @@ the suite lookup as a value: docs/architecture.md, step 2."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import asdict, dataclass, replace
+from functools import cache, partial
+from pathlib import Path
 from typing import Generic, TypeVar
+
+import sqlglot
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import GoldQueryError
-from progress_sql.execution.cache import GoldCache, cache_key
+from progress_sql.execution.cache import GoldCache, cache_key, file_digest
 from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.pool import ExecutionPool
@@ -130,6 +135,36 @@ def gold_problem(results: Sequence[ExecResult]) -> str | None:
     return f"the gold query {problem}"
 
 
+@cache
+def _analysis_code_digest() -> str:
+    """SHA-256 of the source of everything a gold's analysis depends on (the ``sql`` and ``odt``
+    packages) and sqlglot's version: a changed parser or ODT never reads an older run's analysis."""
+    import progress_sql.odt
+    import progress_sql.sql
+
+    digest = hashlib.sha256(str(getattr(sqlglot, "__version__", "")).encode())
+    for package in (progress_sql.sql, progress_sql.odt):
+        for path in sorted(Path(package.__path__[0]).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def reference_key(db_path: str, sql: str, config: OdtConfig) -> str:
+    """The on-disk key of a gold's analysis: the database's content (its schema qualifies columns),
+    the exact gold SQL, the ODT config and the analysis code (:func:`_analysis_code_digest`)."""
+    payload = json.dumps(
+        {
+            "db": file_digest(db_path),
+            "sql": sql,
+            "odt": json.dumps(asdict(config), sort_keys=True, default=str),
+            "code": _analysis_code_digest(),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
     """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
     statement = parse_for_odt(sql, schema, dialect=config.dialect)
@@ -204,8 +239,22 @@ class GoldStore(Closing):
         schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
         if results is None:
             results = self.gold_results([example])[0]
-        reference, level = prepare_reference(example.gold_sql, schema, self.odt)
+        reference, level = self._reference(example, schema)
         return PreparedGold(results, reference, level, gold_problem(results))
+
+    def _reference(self, example: Example, schema: Schema) -> tuple[GoldReference, Hardness | None]:
+        """:func:`prepare_reference`, read from the cache's directory when an earlier run stored it
+        (``eval --cache-dir``): the tree, bigrams and hardness are kept, the schema is this store's."""
+        if self.cache.directory is None:
+            return prepare_reference(example.gold_sql, schema, self.odt)
+        key = reference_key(example.db_path, example.gold_sql, self.odt)
+        stored = self.cache.get_reference(key)
+        if stored is not None:
+            tree, grams, level = stored
+            return GoldReference(example.gold_sql, tree, grams, schema), level
+        reference, level = prepare_reference(example.gold_sql, schema, self.odt)
+        self.cache.put_reference(key, (reference.tree, reference.grams, level))
+        return reference, level
 
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:
