@@ -6,7 +6,7 @@ columns): 10,340 diagnoses, compared with a committed snapshot.
 The snapshot guards speed work on the ODT (issue 16's cost bound): a change meant to be faster must not
 change a single diagnosis. A deliberate change of the ODT's behaviour rewrites it:
 
-    PYTHONPATH=src .venv/bin/python tests/odt/test_snapshot.py --write
+    PYTHONPATH=src:. .venv/bin/python tests/odt/test_snapshot.py --write
 """
 
 from __future__ import annotations
