@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -60,11 +62,38 @@ PUNKT_FILES = ("abbrev_types.txt", "collocations.tab", "sent_starters.txt", "ort
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """One fresh process: its wall time, whether it finished, and what it printed that we keep."""
+    """One fresh process: its wall time, whether it finished, and what it printed that we keep;
+    ``cpu_seconds``: user + system time of its whole process tree (fork server and workers included)."""
 
     seconds: float
     finished: bool
     note: str = ""
+    cpu_seconds: float = 0.0
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``),
+    so that the CPU time of a command's fork server and workers, which outlive or leave their parent,
+    is counted in ``RUSAGE_CHILDREN`` once they are reaped. False where that is not possible."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # 36: PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_descendants() -> None:
+    """Wait for every process left to this subreaper (the timed command's orphans)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def official_python(args: argparse.Namespace) -> Path:
@@ -130,6 +159,7 @@ def run_timed(
     """Run ``command`` to its end, or stop it (its whole process group) past ``cap_s`` seconds or
     ``memory_bytes`` resident; stdout goes to a file so a chatty process never blocks on a pipe."""
     with tempfile.TemporaryFile() as out:
+        cpu_before = _children_cpu()
         start = time.perf_counter()
         process = subprocess.Popen(
             command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -145,15 +175,19 @@ def run_timed(
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-                return Timing(time.perf_counter() - start, finished=False, note=note)
+                seconds = time.perf_counter() - start
+                _reap_descendants()
+                return Timing(seconds, finished=False, note=note, cpu_seconds=_children_cpu() - cpu_before)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=0.02)
         seconds = time.perf_counter() - start
+        _reap_descendants()
+        cpu_seconds = _children_cpu() - cpu_before
         out.seek(0)
         text = out.read().decode(errors="replace")
     if process.returncode != 0:
         raise SystemExit(f"error: {command[0]} ... exited {process.returncode}:\n{text[-3000:]}")
-    return Timing(seconds, finished=True, note=_accuracy_line(text))
+    return Timing(seconds, finished=True, note=_accuracy_line(text), cpu_seconds=cpu_seconds)
 
 
 def _accuracy_line(text: str) -> str:
@@ -164,11 +198,19 @@ def _accuracy_line(text: str) -> str:
     return ""
 
 
-def median_of(timings: Sequence[Timing]) -> float | None:
-    """The median wall time, or None when a run did not finish."""
+def median_of(timings: Sequence[Timing], cpu: bool = False) -> float | None:
+    """The median wall time (``cpu``: process-tree CPU time), or None when a run did not finish."""
     if not timings or not all(t.finished for t in timings):
         return None
-    return statistics.median(t.seconds for t in timings)
+    return statistics.median(t.cpu_seconds if cpu else t.seconds for t in timings)
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> str:
+    return "-" if numerator is None or not denominator else f"{numerator / denominator:.2f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -192,8 +234,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--official-venv", type=Path, default=DEFAULT_OFFICIAL_VENV, help="where that venv is made")
     parser.add_argument("--official-cap-s", type=float, default=300.0, help="stop an official run after this")
     parser.add_argument("--official-memory-gib", type=float, default=4.0, help="stop an official run above this RSS")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="also time `eval --cache-dir` with the cache filled by one untimed run first (gold results and "
+        "gold analyses read from disk): the warm figure, reported apart from the cold one",
+    )
     add_output_options(parser)
     args = parser.parse_args(argv)
+    subreaper = become_subreaper()
     spider = args.data_dir / "spider"
     folder = args.data_dir / "predictions" / "spider-dev"
     if not (spider / "dev.json").is_file() or not folder.is_dir():
@@ -206,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     python = official_python(args)
     memory_bytes = int(args.official_memory_gib * 2**30)
 
-    rows: list[tuple[int, list[Timing], list[Timing], list[Timing], int]] = []
+    rows: list[tuple[int, list[Timing], list[Timing], list[Timing], list[Timing], int]] = []
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as scratch_name:
         scratch = Path(scratch_name)
         official_dir = scratch / "official"
@@ -231,11 +280,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             baseline_env = None
             if args.baseline_src is not None and model in args.baseline_models:
                 baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline_src)}
+            warm_command = [*ours_command[:-1], str(inputs / "run-warm"), "--cache-dir", str(inputs / "cache")]
+            if args.warm:  # fills the cache; untimed
+                run_timed(warm_command, cwd=ROOT, env=dict(os.environ))
             ours: list[Timing] = []
+            warm: list[Timing] = []
             baseline: list[Timing] = []
             official: list[Timing] = []
             for repeat in range(args.repeat):  # interleaved: all see the same machine load
                 ours.append(run_timed(ours_command, cwd=ROOT, env=dict(os.environ)))
+                if args.warm:
+                    warm.append(run_timed(warm_command, cwd=ROOT, env=dict(os.environ)))
                 if baseline_env is not None:
                     baseline.append(run_timed(ours_command, cwd=ROOT, env=baseline_env))
                 if not official or official[-1].finished:
@@ -246,16 +301,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         )
                     )
                 before = f", before {baseline[-1].seconds:.2f} s" if baseline else ""
-                print(f"model {model} run {repeat + 1}: ours {ours[-1].seconds:.2f} s{before}, official "
-                      f"{official[-1].seconds:.2f} s {official[-1].note}", flush=True)  # fmt: skip
-            rows.append((model, ours, baseline, official, count))
+                warmed = f", warm {warm[-1].seconds:.2f} s (CPU {warm[-1].cpu_seconds:.2f})" if warm else ""
+                print(f"model {model} run {repeat + 1}: ours {ours[-1].seconds:.2f} s (CPU {ours[-1].cpu_seconds:.2f})"
+                      f"{warmed}{before}, official {official[-1].seconds:.2f} s (CPU {official[-1].cpu_seconds:.2f}) "
+                      f"{official[-1].note}", flush=True)  # fmt: skip
+            rows.append((model, ours, warm, baseline, official, count))
 
     table_lines = [
         f"| model | questions | ours: median s (of {args.repeat}) | before: median s | official: median s "
         "| official / ours | official / before | official's `execution` row (easy medium hard extra all) |",
         "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for model, ours, baseline, official, count in rows:
+    for model, ours, _warm, baseline, official, count in rows:
         ours_s, baseline_s, official_s = median_of(ours), median_of(baseline), median_of(official)
         assert ours_s is not None
         last = official[-1]
@@ -271,6 +328,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         table_lines.append(
             f"| {model} | {count} | {ours_s:.2f} | {before} | {shown} | {ratio} | {ratio_before} | {note} |"
         )
+    cpu_lines = [
+        "Process-tree CPU time (user + system of the command, its fork server and workers; "
+        + ("a subreaper reaps them" if subreaper else "NOT counted: no subreaper on this system")
+        + f"), medians of {args.repeat}:",
+        "",
+        "| model | ours: CPU s | warm (`--cache-dir`, filled): CPU s | before: CPU s | official: CPU s "
+        "| official / ours (CPU) | official / warm (CPU) | warm: wall s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for model, ours, warm, baseline, official, _count in rows:
+        cells = [median_of(t, cpu=True) for t in (ours, warm, baseline, official)]
+        ours_cpu, warm_cpu, baseline_cpu, official_cpu = cells
+        cpu_lines.append(
+            f"| {model} | {_shown(ours_cpu)} | {_shown(warm_cpu)} | {_shown(baseline_cpu)} | {_shown(official_cpu)} "
+            f"| {_ratio(official_cpu, ours_cpu)} | {_ratio(official_cpu, warm_cpu)} | {_shown(median_of(warm))} |"
+        )
+    table_lines += ["", *cpu_lines]
     print("\n".join(table_lines))
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")

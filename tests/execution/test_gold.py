@@ -172,3 +172,41 @@ def test_owns_and_closes_its_pool_only_without_one(pool: ExecutionPool) -> None:
     with GoldStore(get_preset("strict"), pool=pool):
         pass
     assert pool.run_many([]) == []
+
+
+def test_disk_cache_keeps_the_gold_analysis_across_runs(
+    lenses_db: Path, tmp_path: Path, pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from progress_sql.execution import gold as gold_module
+    from progress_sql.odt import OdtConfig
+
+    item = example(lenses_db, JOINED)
+    first = GoldStore(get_preset("strict"), pool=pool, cache=GoldCache(tmp_path / "cache")).prepare(item)
+    assert list((tmp_path / "cache" / "references").rglob("*.pickle"))
+
+    def rebuilt(*_args: object) -> None:
+        raise AssertionError("the analysis was built again instead of read from the cache")
+
+    monkeypatch.setattr(gold_module, "prepare_reference", rebuilt)
+    later = GoldStore(get_preset("strict"), pool=pool, cache=GoldCache(tmp_path / "cache"))
+    again = later.prepare(item)
+    assert again.reference == first.reference
+    assert again.reference.schema is later.schema(str(lenses_db))  # the store's own schema object
+    assert again.hardness == first.hardness == "medium"
+    assert diagnose(QUALIFIED, again.reference) == diagnose(QUALIFIED, first.reference)
+    # Another database content, gold text or ODT config is another key.
+    key = gold_module.reference_key(str(lenses_db), JOINED, OdtConfig())
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(lenses_db.read_bytes() + b"\0")
+    assert gold_module.reference_key(str(copy), JOINED, OdtConfig()) != key
+    assert gold_module.reference_key(str(lenses_db), JOINED + " ", OdtConfig()) != key
+    assert gold_module.reference_key(str(lenses_db), JOINED, OdtConfig(alpha=0.5)) != key
+
+
+def test_damaged_cached_analysis_is_built_again(lenses_db: Path, tmp_path: Path, pool: ExecutionPool) -> None:
+    item = example(lenses_db, JOINED)
+    first = GoldStore(get_preset("strict"), pool=pool, cache=GoldCache(tmp_path / "cache")).prepare(item)
+    for path in (tmp_path / "cache" / "references").rglob("*.pickle"):
+        path.write_bytes(b"not a pickle")
+    again = GoldStore(get_preset("strict"), pool=pool, cache=GoldCache(tmp_path / "cache")).prepare(item)
+    assert again.reference == first.reference

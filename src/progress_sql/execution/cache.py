@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import pickle
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -108,6 +109,44 @@ class GoldCache:
             else:
                 self.hits += 1
         return found
+
+    @property
+    def directory(self) -> Path | None:
+        """Where results persist across runs (None: in memory only)."""
+        return self._directory
+
+    def get_reference(self, key: str) -> Any | None:
+        """A gold's prepared analysis stored by :meth:`put_reference` in an earlier run (None: absent,
+        damaged or written by another format); always None without a directory."""
+        if self._directory is None:
+            return None
+        try:
+            # The cache directory is the user's own, written by this class: its pickles are trusted.
+            data = pickle.loads(self._reference_file(key).read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        if not isinstance(data, tuple) or len(data) != 2 or data[0] != _FORMAT:
+            return None
+        return data[1]
+
+    def put_reference(self, key: str, value: Any) -> None:
+        """Keep a gold's prepared analysis (its ODT tree, bigrams, hardness) on disk for later runs
+        (nothing without a directory; a value that cannot be pickled is not kept)."""
+        if self._directory is None:
+            return
+        path = self._reference_file(key)
+        try:
+            payload = pickle.dumps((_FORMAT, value), protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_bytes(payload)
+        os.replace(temporary, path)  # atomic: a reader never sees half a file
+
+    def _reference_file(self, key: str) -> Path:
+        assert self._directory is not None
+        return self._directory / "references" / key[:2] / f"{key}.pickle"
 
     def put(self, key: str, result: ExecResult) -> None:
         with self._lock:

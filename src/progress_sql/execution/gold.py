@@ -4,17 +4,21 @@ the suite lookup as a value: docs/architecture.md, step 2."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import asdict, dataclass, replace
+from functools import cache, partial
 from pathlib import Path
 from typing import Generic, TypeVar
+
+import sqlglot
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache, cache_key
+from progress_sql.execution.cache import GoldCache, cache_key, file_digest
 from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
@@ -152,6 +156,36 @@ def gold_problem(results: Sequence[ExecResult]) -> str | None:
     return f"the gold query {problem}"
 
 
+@cache
+def _analysis_code_digest() -> str:
+    """SHA-256 of the source of everything a gold's analysis depends on (the ``sql`` and ``odt``
+    packages) and sqlglot's version: a changed parser or ODT never reads an older run's analysis."""
+    import progress_sql.odt
+    import progress_sql.sql
+
+    digest = hashlib.sha256(str(getattr(sqlglot, "__version__", "")).encode())
+    for package in (progress_sql.sql, progress_sql.odt):
+        for path in sorted(Path(package.__path__[0]).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def reference_key(db_path: str, sql: str, config: OdtConfig) -> str:
+    """The on-disk key of a gold's analysis: the database's content (its schema qualifies columns),
+    the exact gold SQL, the ODT config and the analysis code (:func:`_analysis_code_digest`)."""
+    payload = json.dumps(
+        {
+            "db": file_digest(db_path),
+            "sql": sql,
+            "odt": json.dumps(asdict(config), sort_keys=True, default=str),
+            "code": _analysis_code_digest(),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
     """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
     statement = parse_for_odt(sql, schema, dialect=config.dialect)
@@ -251,7 +285,7 @@ class GoldStore(Closing):
         schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
         if results is None:
             results = self.gold_results([example])[0]
-        reference, level = prepare_reference(self.gold_sql(example), schema, self.odt)
+        reference, level = self._reference(example.db_path, self.gold_sql(example), schema)
         if self.odt.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator: the SQLite gold
             level = hardness(example.gold_sql)
         problem = gold_problem(results) if example.write is None else write_gold_problem(example.write, results[0])
@@ -267,6 +301,21 @@ class GoldStore(Closing):
     def location(self, example: Example) -> str:
         """Where the example's queries run: its SQLite file, or its database in :attr:`backend_db`."""
         return locate(self.backend_db, example.db_id, example.db_path)
+
+    def _reference(self, db_path: str, sql: str, schema: Schema) -> tuple[GoldReference, Hardness | None]:
+        """:func:`prepare_reference` of the gold ``sql`` (in its engine's dialect), read from the cache's
+        directory when an earlier run stored it (``eval --cache-dir``): the tree, bigrams and hardness
+        are kept, the schema is this store's."""
+        if self.cache.directory is None:
+            return prepare_reference(sql, schema, self.odt)
+        key = reference_key(db_path, sql, self.odt)
+        stored = self.cache.get_reference(key)
+        if stored is not None:
+            tree, grams, level = stored
+            return GoldReference(sql, tree, grams, schema), level
+        reference, level = prepare_reference(sql, schema, self.odt)
+        self.cache.put_reference(key, (reference.tree, reference.grams, level))
+        return reference, level
 
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:

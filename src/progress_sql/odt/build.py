@@ -28,10 +28,9 @@ from progress_sql.odt.profile import (
     SelectProfile,
     cte_reference,
     limit_and_offset,
-    nested_nodes,
     non_default_nulls,
     profile_select,
-    scope_for,
+    scope_of_sources,
     sources_of,
 )
 from progress_sql.odt.signature import Renderer, Scope
@@ -42,6 +41,12 @@ NodeKind = Literal["ROOT", "SELECT", "SET_OP", "CTE", "SUBQUERY"]
 QUERY_KINDS: frozenset[str] = frozenset({"SELECT", "SET_OP"})
 
 _SET_OPS: dict[type[exp.Expr], str] = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}
+_NESTED_TYPES = (exp.Query, exp.Subquery)
+#: Node types that hold neither a query nor an aggregate (a column holds identifiers): the walk
+#: below skips their insides, most of a statement's nodes.
+_LEAVES: frozenset[type[exp.Expr]] = frozenset(
+    {exp.Column, exp.Identifier, exp.Literal, exp.Star, exp.Null, exp.Boolean}
+)
 _CLAUSE_LABELS = {"expressions": "select", "from_": "from", "joins": "join", "group": "group_by", "order": "order_by"}
 
 
@@ -213,32 +218,45 @@ def _select_node(
     select: exp.Select, parent: Scope | None, build: _Build, ctes: Mapping[str, _Cte], projection_free: bool
 ) -> OdtNode:
     readable = ctes if build.inlined < MAX_INLINED_CTES else {}
-    scope = scope_for(select, build.schema, parent, readable.keys())
-    children: list[OdtNode] = []
+    sources = sources_of(select)
+    scope = scope_of_sources(sources, build.schema, parent, readable.keys())
     cte_sources = (
-        {id(source) for source in sources_of(select) if cte_reference(source, readable) is not None}
-        if readable
-        else set()
+        {id(source) for source in sources if cte_reference(source, readable) is not None} if readable else set()
     )
+    # One walk of the SELECT's own level finds the nested queries (and the CTE sources) of every
+    # clause and the aggregates of its SELECT list; each clause's parts in order, depth first.
+    found: list[tuple[str, exp.Expr]] = []
+    aggregates: set[str] = set()
     for clause, value in select.args.items():
-        if clause == "with_" or value is None:
+        if value is None or clause == "with_":
             continue
         label = _CLAUSE_LABELS.get(clause, clause)
-        for part in value if isinstance(value, list) else [value]:
-            if not isinstance(part, exp.Expr):
+        in_items = clause == "expressions"
+        parts = value if isinstance(value, list) else [value]
+        stack = [part for part in reversed(parts) if isinstance(part, exp.Expr)]
+        while stack:
+            node = stack.pop()
+            if type(node) in _LEAVES:
                 continue
-            for node in nested_nodes(part, cte_sources):
-                if id(node) in cte_sources:
-                    child = _cte_child(node, build, readable)
-                    if child is not None:
-                        children.append(child)
-                elif isinstance(node, (exp.Query, exp.Subquery)):
-                    exists = isinstance(node.parent, exp.Exists) or (
-                        isinstance(node, exp.Subquery) and isinstance(node.parent, exp.Exists)
-                    )
-                    child_query = _query_node(node, scope, build, ctes, projection_free=exists)
-                    children.append(OdtNode("SUBQUERY", label, children=(child_query,)))
-    profile = profile_select(select, scope, projection_free=projection_free)
+            if isinstance(node, _NESTED_TYPES):
+                found.append((label, node))
+                continue
+            if in_items and isinstance(node, exp.AggFunc):
+                aggregates.add(node.key)
+            elif cte_sources and id(node) in cte_sources:
+                found.append((label, node))
+            stack.extend(node.iter_expressions())
+    children: list[OdtNode] = []
+    for label, node in found:
+        if id(node) in cte_sources:
+            child = _cte_child(node, build, readable)
+            if child is not None:
+                children.append(child)
+        else:
+            exists = isinstance(node.parent, exp.Exists)
+            child_query = _query_node(node, scope, build, ctes, projection_free=exists)
+            children.append(OdtNode("SUBQUERY", label, children=(child_query,)))
+    profile = profile_select(select, scope, projection_free=projection_free, aggregates=frozenset(aggregates))
     return OdtNode("SELECT", profile=profile, children=tuple(children))
 
 

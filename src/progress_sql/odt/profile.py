@@ -69,22 +69,6 @@ def local_nodes(root: exp.Expr) -> Iterator[exp.Expr]:
             stack.extend(node.iter_expressions())
 
 
-def nested_nodes(root: exp.Expr, also: Container[int] = frozenset()) -> list[exp.Expr]:
-    """The nested queries at ``root``'s level (``root`` itself when it is one) and the nodes whose id
-    is in ``also``, in :func:`local_nodes` order: the same walk without a generator per node."""
-    found: list[exp.Expr] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _QUERY_TYPES):
-            found.append(node)
-            continue
-        if also and id(node) in also:
-            found.append(node)
-        stack.extend(node.iter_expressions())
-    return found
-
-
 def _aggregate_keys(items: list[exp.Expr]) -> frozenset[str]:
     """The aggregate functions in the SELECT items, nested queries not entered (as :func:`local_nodes`)."""
     keys = set()
@@ -149,7 +133,17 @@ def scope_for(
 ) -> Scope:
     """Resolve the FROM / JOIN sources of ``select``; repeated sources are ``name``, ``name#2``, ...
     A source that reads a CTE of ``cte_names`` is ``<subquery>``, as a derived table is."""
-    entries = [_source_entry(source, cte_names) for source in sources_of(select)]
+    return scope_of_sources(sources_of(select), schema, parent, cte_names)
+
+
+def scope_of_sources(
+    sources: list[exp.Expr],
+    schema: Schema | None = None,
+    parent: Scope | None = None,
+    cte_names: Container[str] = frozenset(),
+) -> Scope:
+    """:func:`scope_for` of the sources :func:`sources_of` found (for a caller that needs them too)."""
+    entries = [_source_entry(source, cte_names) for source in sources]
     seen: dict[str, int] = {}
     indexed = []
     for name, table, alias in entries:
@@ -232,9 +226,16 @@ def _is_implicit_join(atom: exp.Expr, renderer: Renderer) -> bool:
     return left is not None and right is not None and left != right
 
 
-def profile_select(select: exp.Select, scope: Scope, *, projection_free: bool = False) -> SelectProfile:
+def profile_select(
+    select: exp.Select,
+    scope: Scope,
+    *,
+    projection_free: bool = False,
+    aggregates: frozenset[str] | None = None,
+) -> SelectProfile:
     """Compute the profile of ``select`` with names resolved in ``scope``; ``projection_free`` for
-    the operand of EXISTS, whose SELECT list does not matter."""
+    the operand of EXISTS, whose SELECT list does not matter. ``aggregates``: the aggregate functions
+    of the SELECT list when the caller's own walk found them (the tree build does)."""
     items = list(select.expressions)
     item_renderer = Renderer(scope)
     output_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
@@ -245,6 +246,16 @@ def profile_select(select: exp.Select, scope: Scope, *, projection_free: bool = 
     where = select.args.get("where")
     if where is not None:
         for atom in conjuncts(where.this):
+            left, right = atom.this, atom.expression
+            if type(atom) is exp.EQ and isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                # Render each column once: the atom's text and the implicit-join test both need them
+                # (the text as the renderer writes two non-values: sorted around `=`).
+                left_text, right_text = renderer.column(left), renderer.column(right)
+                text = f"{left_text} = {right_text}" if left_text <= right_text else f"{right_text} = {left_text}"
+                left_owner, right_owner = _column_owner(left_text), _column_owner(right_text)
+                implicit = left_owner is not None and right_owner is not None and left_owner != right_owner
+                (join_atoms if implicit else where_atoms).append(text)
+                continue
             target = join_atoms if _is_implicit_join(atom, renderer) else where_atoms
             target.append(renderer.render(atom))
 
@@ -255,7 +266,8 @@ def profile_select(select: exp.Select, scope: Scope, *, projection_free: bool = 
     order = select.args.get("order")
     order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
 
-    aggregates = _aggregate_keys(items)
+    if aggregates is None:
+        aggregates = _aggregate_keys(items)
     select_order = tuple(item_renderer.render(item) for item in items)
     limit, offset = limit_and_offset(select, renderer)
     return SelectProfile(
