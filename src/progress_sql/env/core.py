@@ -239,6 +239,7 @@ class SQLRefineEnv(Closing):
             tags=diagnosis.tags,
             feedback=None if observation is None else observation["content"],
             reward=breakdown,
+            findings=diagnosis.findings,
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
 

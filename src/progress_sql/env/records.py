@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from progress_sql.odt.tags import Finding
 from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
 
 
@@ -23,7 +24,8 @@ from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
 class TurnRecord:
     """What one turn produced: the model's ``response``, what the environment observed of it, the
     ``feedback`` it was answered with (None on the episode's last turn) and the trajectory ``reward``
-    (set on the last turn only)."""
+    (set on the last turn only). ``findings`` are the ODT ``tags`` with where in the query each was
+    found (empty in records written before they were kept)."""
 
     turn: int
     response: str
@@ -40,6 +42,7 @@ class TurnRecord:
     tags: tuple[str, ...]
     feedback: str | None = None
     reward: RewardBreakdown | None = None
+    findings: tuple[Finding, ...] = ()
 
     def as_turn(self) -> Turn:
         """The turn as the reward sees it (a timeout or a missing query is not executable)."""
@@ -52,7 +55,7 @@ class TurnRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnRecord:
         """The record :meth:`to_dict` wrote; fields a reader may leave out (``response``, the
-        errors, the partial scores, ``feedback``, ``reward``) get their empty values."""
+        errors, the partial scores, ``feedback``, ``reward``, ``findings``) get their empty values."""
         reward, f = data.get("reward"), float(data["f"])
         return cls(
             turn=int(data.get("turn", 0)),
@@ -70,7 +73,15 @@ class TurnRecord:
             tags=tuple(str(tag) for tag in data.get("tags") or ()),
             feedback=data.get("feedback"),
             reward=RewardBreakdown.from_dict(reward) if isinstance(reward, Mapping) else None,
+            findings=tuple(_finding(item) for item in data.get("findings") or ()),
         )
+
+
+def _finding(data: Any) -> Finding:
+    """A finding as :meth:`TurnRecord.to_dict` writes it (``{"tag", "location"}``) or as its text (``TAG@where``)."""
+    if isinstance(data, str):
+        return Finding.parse(data)
+    return Finding(str(data["tag"]), tuple(str(step) for step in data.get("location") or ()))
 
 
 def trajectory_of(records: Sequence[TurnRecord]) -> Trajectory:
