@@ -31,7 +31,7 @@ def page_data(html: str) -> dict[str, Any]:
 
 def page_details(html: str) -> list[Any]:
     """Every example view of the page, in order (the blocks unpacked)."""
-    blocks = re.findall(rf'<script type="{DETAIL_TYPE}" id="details-\d+">(.*?)</script>', html, re.S)
+    blocks = re.findall(rf'<script type="{re.escape(DETAIL_TYPE)}" id="details-\d+">(.*?)</script>', html, re.S)
     return [view for block in blocks for view in unpack(block)]
 
 

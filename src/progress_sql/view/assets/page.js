@@ -149,7 +149,7 @@
       }
       var list = Array.isArray(v) ? v : [v];
       var hit = false;
-      for (var i = 0; i < list.length; i++) { var s = list[i] === null || list[i] === undefined ? "n/a" : String(list[i]); if (s === want) { hit = true; break; } }
+      for (var j = 0; j < list.length; j++) { var s = list[j] === null || list[j] === undefined ? "n/a" : String(list[j]); if (s === want) { hit = true; break; } }
       if (!hit) return false;
     }
     return !search || searchText(i).indexOf(search) >= 0;
