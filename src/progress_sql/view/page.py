@@ -40,10 +40,10 @@ def _finite(value: Any) -> Any:
 CHUNK = 250
 
 
-def _json(value: Any) -> str:
-    """JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a JSON string) written as
-    its escape, so no ``</script>`` or ``<!--`` can end or change the element."""
-    text = json.dumps(_finite(plain(value)), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def _dump(value: Any) -> str:
+    """Plain, finite data as JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a
+    JSON string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
@@ -53,8 +53,8 @@ SHARED_TEXT = ("feedback",)
 
 
 def _compact(value: Any, texts: dict[str, int]) -> Any:
-    """A detail as the page embeds it: empty (None) fields left out, :data:`SHARED_TEXT` fields by
-    their number in ``texts`` (added when new)."""
+    """A detail as the page embeds it, plain and finite (:func:`_finite`) in one walk: empty (None)
+    fields left out, :data:`SHARED_TEXT` fields by their number in ``texts`` (added when new)."""
     if isinstance(value, Mapping):
         return {
             key: (
@@ -67,7 +67,11 @@ def _compact(value: Any, texts: dict[str, int]) -> Any:
         }
     if isinstance(value, (list, tuple)):
         return [_compact(item, texts) for item in value]
-    return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if value is None or isinstance(value, (str, int)):
+        return value
+    return _compact(plain(value), texts)  # a record (details read from files are plain already)
 
 
 def encode(page: Page) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -83,17 +87,17 @@ def encode(page: Page) -> tuple[dict[str, Any], list[list[Any]]]:
     ({'count': 1, 'ids': ['#0'], 'values': {'a': [1]}, 'text': ['x'], 'chunk': 250}, ['fix it'], [[{'feedback': 0}]])
     """
     keys = list(dict.fromkeys([c.key for c in page.columns] + [f.key for f in page.facets]))
-    data: dict[str, Any] = {f.name: plain(getattr(page, f.name)) for f in fields(page) if f.name != "items"}
+    data: dict[str, Any] = {f.name: _finite(plain(getattr(page, f.name))) for f in fields(page) if f.name != "items"}
     data["rows"] = {
         "count": len(page.items),
         "ids": [item.id for item in page.items],
-        "values": {key: [item.values.get(key) for item in page.items] for key in keys},
+        "values": {key: _finite([item.values.get(key) for item in page.items]) for key in keys},
         "text": [item.text for item in page.items],
         "chunk": CHUNK,
     }
     texts: dict[str, int] = {}
     blocks = [
-        [_compact(plain(item.detail), texts) for item in page.items[at : at + CHUNK]]
+        [_compact(item.detail, texts) for item in page.items[at : at + CHUNK]]
         for at in range(0, len(page.items), CHUNK)
     ]
     data["texts"] = list(texts)
@@ -106,7 +110,7 @@ DETAIL_TYPE = "application/gzip+base64"
 
 def pack(block: list[Any]) -> str:
     """One block of example views as the page embeds it: its JSON, gzip (no time stamp), base64."""
-    return base64.b64encode(gzip.compress(_json(block).encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+    return base64.b64encode(gzip.compress(_dump(block).encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
 def unpack(text: str) -> list[Any]:
@@ -125,7 +129,7 @@ def page_json(page: Page) -> str:
     >>> page_json(Page("eval", "</script>", [], [], [], [], []))[:40]
     '{"kind":"eval","title":"\\\\u003c/script>",'
     """
-    return _json(encode(page)[0])
+    return _dump(encode(page)[0])
 
 
 def render(page: Page) -> str:
@@ -144,7 +148,7 @@ def render(page: Page) -> str:
     )
     head, _, tail = template.partition("__DATA__")
     details_head, _, details_tail = tail.partition("__DETAILS__")
-    return "".join((head, _json(data), details_head, details, details_tail))
+    return "".join((head, _dump(data), details_head, details, details_tail))
 
 
 def write_page(page: Page, path: Path) -> Path:
