@@ -196,6 +196,8 @@ def plain(value: Any, digits: int | None = None) -> Any:
     >>> plain(Turn("SELECT 1", True, True, False, 0.123456), digits=2)
     {'sql': 'SELECT 1', 'format_ok': True, 'executable': True, 'match': False, 'f': 0.12, 'response': ''}
     """
+    if value is None or isinstance(value, (str, int)):  # the most common leaves first: a cheap test
+        return value
     if isinstance(value, float):
         return value if digits is None else round(value, digits)
     if isinstance(value, RewardBreakdown):
