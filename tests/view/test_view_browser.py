@@ -246,7 +246,13 @@ def test_two_eval_runs_compared(chromium: Any, eval_runs: tuple[Path, Path], scr
     choose(chromium, "change", "fixed")
     assert shown_count(chromium) == len(fixed)
     if fixed:
-        assert "Diff B against A" in open_example(chromium, f"#{fixed[0]}").text
+        view = open_example(chromium, f"#{fixed[0]}")
+        assert "Diff B against A" in view.text
+        for side, records in (("a", records_a), ("b", records_b)):  # each run's result rows, from its record
+            kept = records[fixed[0]]["pred_result"]["rows"]
+            assert len(view.find_elements("css selector", f".side-{side} .results-prediction tr[data-differs]")) == len(
+                kept
+            )
     check_not_blank(chromium, screenshots / "compare.png")
 
 

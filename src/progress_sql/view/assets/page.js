@@ -384,6 +384,8 @@
       box.appendChild(el("h3", {text: "Run " + side.toUpperCase()}));
       var inner = el("div", {cls: "side-" + side});
       drawTurns(inner, turns, ctx);
+      var record = d.record || {};
+      if (record.gold_result || record.pred_result) drawResults(inner, {gold: record.gold_result, predicted: record.pred_result}, record.reason);
       box.appendChild(inner);
     });
     var a = (pair.a || {}).record, b = (pair.b || {}).record;
