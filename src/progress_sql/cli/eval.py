@@ -29,7 +29,6 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import PREVIEW_ROWS
-from progress_sql.view.context import example_contexts, write_contexts
 
 
 def eval_command(
@@ -187,10 +186,11 @@ def eval_command(
             timed = sum(r.status == "scored" and r.match for r in records)
             job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
             records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
-        # the page's questions, gold SQL and schema excerpts; the result rows are in the records (nothing runs again)
-        contexts = (
-            example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False) if view else []
-        )
+        contexts = []
+        if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
+            from progress_sql.view.context import example_contexts  # only with the page
+
+            contexts = example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False)
     summary = summarize_run(
         inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
@@ -198,6 +198,8 @@ def eval_command(
     try:
         write_eval_run(out, records, summary, plots=plots)
         if view:
+            from progress_sql.view.context import write_contexts
+
             write_contexts(out, contexts)
     except OSError as error:
         common.fail(f"cannot write results to {out}: {error}")
