@@ -5,6 +5,7 @@ without copying and without surprises."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -127,6 +128,43 @@ class ExecResult:
         return self.status == "ok"
 
 
+#: Rows of a result kept in a record for reading (the verdict itself is made on every row).
+PREVIEW_ROWS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPreview:
+    """The first rows of one :class:`ExecResult`, as a record keeps them for reading (the run
+    explorer shows them); ``row_count`` counts every fetched row (None when the statement failed)."""
+
+    status: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    row_count: int | None
+    truncated: bool
+    error: str | None
+
+    @classmethod
+    def of(cls, result: ExecResult, rows: int = PREVIEW_ROWS) -> ResultPreview:
+        """The first ``rows`` rows of ``result``, cells as JSON carries them (bytes and non-finite floats as text).
+
+        >>> kept = ResultPreview.of(ExecResult("ok", ("a",), ((1,), (b"xy",), (3,))), rows=2)
+        >>> kept.rows, kept.row_count
+        (((1,), ('<2 bytes>',)), 3)
+        """
+        kept = tuple(tuple(_json_cell(v) for v in row) for row in result.rows[:rows])
+        count = len(result.rows) if result.ok else None
+        return cls(result.status, tuple(result.columns), kept, count, result.truncated, result.error)
+
+
+def _json_cell(value: SQLValue) -> Any:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 VerdictStatus = Literal[
     "match",
     "mismatch",
@@ -218,6 +256,8 @@ def plain(value: Any, digits: int | None = None) -> Any:
     >>> plain(Turn("SELECT 1", True, True, False, 0.123456), digits=2)
     {'sql': 'SELECT 1', 'format_ok': True, 'executable': True, 'match': False, 'f': 0.12, 'response': ''}
     """
+    if value is None or isinstance(value, (str, int)):  # the most common leaves first: a cheap test
+        return value
     if isinstance(value, float):
         return value if digits is None else round(value, digits)
     if isinstance(value, RewardBreakdown):

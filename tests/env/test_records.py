@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from progress_sql.data import case_study
+from progress_sql.data.embedded import EMBEDDED_DIR
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env.core import make_store
 from progress_sql.env.records import TurnRecord, trajectory_of
@@ -15,6 +17,7 @@ from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.odt import OdtConfig
+from progress_sql.odt.tags import Finding
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.types import Example, RewardBreakdown
 
@@ -100,3 +103,20 @@ def test_a_reward_breakdown_round_trips_through_plain_data() -> None:
         "config_hash": "abc",
     }
     assert RewardBreakdown.from_dict(breakdown.to_dict()) == breakdown
+
+
+def test_findings_say_where_each_tag_was_found_and_older_records_still_load(pool: ExecutionPool) -> None:
+    database = str(EMBEDDED_DIR / "concert_singer" / "concert_singer.sqlite")
+    gold = "SELECT song_name FROM singer WHERE age > (SELECT avg(age) FROM singer)"
+    env = SQLRefineEnv(EnvConfig(max_turns=2), store=make_store(EnvConfig(), pool=pool))
+    env.reset(Example(0, "Songs of singers older than average?", "concert_singer", database, gold))
+    record = env.step(answer(gold.replace("avg(age)", "max(age)"))).info  # wrong inside the WHERE subquery
+    assert Finding("AGGREGATION_MISMATCH", ("where",)) in record.findings
+    assert {f.tag for f in record.findings} == set(record.tags)
+    data = json.loads(json.dumps(record.to_dict()))
+    assert {"tag": "AGGREGATION_MISMATCH", "location": ["where"]} in data["findings"]
+    assert TurnRecord.from_dict(data) == record
+    older = {key: value for key, value in data.items() if key != "findings"}  # written before findings were kept
+    assert TurnRecord.from_dict(older) == replace(record, findings=())
+    as_text = data | {"findings": [str(f) for f in record.findings]}  # "AGGREGATION_MISMATCH@where" also reads
+    assert TurnRecord.from_dict(as_text) == record

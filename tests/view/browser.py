@@ -96,3 +96,18 @@ def metric(driver: Any, label: str) -> float:
     """The exact value behind a headline metric of the page."""
     element = driver.find_element("css selector", f".metric[data-metric='{label}']")
     return float(element.get_attribute("data-value"))
+
+
+def opened(driver: Any, item_id: str) -> Any:
+    """Wait until the example view shows ``item_id`` (it is drawn once its block is decompressed); the view."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ready = f"#detail[data-id='{item_id}']:not([aria-busy])"
+    WebDriverWait(driver, 10).until(lambda d: d.find_elements("css selector", ready))
+    return driver.find_element("id", "detail")
+
+
+def open_example(driver: Any, item_id: str) -> Any:
+    """Click the table row of ``item_id`` and wait for its example view; the view."""
+    driver.find_element("css selector", f"#table .trow[data-id='{item_id}']").click()
+    return opened(driver, item_id)

@@ -17,7 +17,17 @@ from progress_sql.data.embedded import EMBEDDED_DIR, QUESTIONS_FILE
 from progress_sql.runfolder import RunFolder
 from progress_sql.view import PAGE_FILE
 from tests.cli.test_run_folders import _ablate, _audit, _train, fake_ablation, fake_training  # noqa: F401
-from tests.view.browser import choose, console_problems, metric, open_page, screenshot, shown_count, shown_ids
+from tests.view.browser import (
+    choose,
+    console_problems,
+    metric,
+    open_example,
+    open_page,
+    opened,
+    screenshot,
+    shown_count,
+    shown_ids,
+)
 
 runner = CliRunner()
 #: A screenshot whose grey levels vary less than this is blank (a drawn page is in the thousands).
@@ -39,7 +49,8 @@ def embedded_task(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def rollout_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 3-turn rollout of the first 24 embedded questions: right at once, right at turn 2 after a
-    wrong SELECT, or never right (no SQL, then an unknown table, then the wrong SELECT)."""
+    wrong SELECT, or never right (no SQL, then an unknown table, then the wrong SELECT). The wrong
+    answer to a gold with a WHERE subquery (question 13) is wrong inside the subquery."""
     root = tmp_path_factory.mktemp("rollout")
     task = embedded_task(root / "data")
     questions = json.loads(task.read_text())[:24]
@@ -47,6 +58,8 @@ def rollout_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for number, item in enumerate(questions):
         gold = item["query"]
         wrong = "SELECT name FROM singer" if item["db_id"] == "concert_singer" else "SELECT petid FROM pets"
+        if "(SELECT avg(age) FROM singer)" in gold:
+            wrong = gold.replace("avg(age)", "max(age)")
         script = [
             [answer(gold)],
             [answer(wrong), answer(gold)],
@@ -92,7 +105,7 @@ def test_rollout_page_shows_every_turn_its_tags_feedback_and_the_changed_clause(
 
     # a three-turn trajectory: every turn, its tags and the feedback the model saw, from the records
     never = next(r for r in records if len(r["turns"]) == 3)
-    chromium.find_element("css selector", f"#table .trow[data-id='#{never['index']}']").click()
+    open_example(chromium, f"#{never['index']}")
     turns = chromium.find_elements("css selector", "#detail section.turn")
     assert len(turns) == 3
     for element, turn in zip(turns, never["turns"], strict=True):
@@ -106,8 +119,8 @@ def test_rollout_page_shows_every_turn_its_tags_feedback_and_the_changed_clause(
     check_not_blank(chromium, screenshots / "rollout-three-turns.png")
 
     # right at turn 2: the diff against turn 1 marks the SELECT clause as changed, FROM as the same
-    fixed = next(r for r in records if r["k_star"] == 2 and r["db_id"] == "concert_singer")
-    chromium.find_element("css selector", f"#table .trow[data-id='#{fixed['index']}']").click()
+    fixed = next(r for r in records if r["k_star"] == 2 and r["db_id"] == "concert_singer" and r["index"] != 13)
+    open_example(chromium, f"#{fixed['index']}")
     second = chromium.find_elements("css selector", "#detail section.turn")[1]
     diff = second.find_element("css selector", ".diff")
     changed = diff.find_elements("css selector", ".clause[data-change='changed']")
@@ -121,15 +134,35 @@ def test_rollout_page_shows_every_turn_its_tags_feedback_and_the_changed_clause(
     assert console_problems(chromium) == []
 
 
+def test_a_nested_subquery_mistake_shows_where_the_odt_found_it(
+    chromium: Any, rollout_run: Path, screenshots: Path
+) -> None:
+    records = {r["index"]: r for r in RunFolder(rollout_run).read_records()}
+    first = records[13]["turns"][0]  # wrong inside the WHERE subquery (max for avg)
+    assert {"tag": "AGGREGATION_MISMATCH", "location": ["where"]} in first["findings"]  # the record keeps it
+    open_page(chromium, rollout_run / PAGE_FILE)
+    view = open_example(chromium, "#13")
+    turn = view.find_element("css selector", "section.turn[data-turn='1']")
+    shown = {
+        (f.get_attribute("data-tag"), f.get_attribute("data-location"))
+        for f in turn.find_elements("css selector", ".finding")
+    }
+    assert shown == {(f["tag"], " / ".join(f["location"])) for f in first["findings"]}
+    assert ("AGGREGATION_MISMATCH", "where") in shown
+    assert "AGGREGATION_MISMATCH at where" in turn.text
+    check_not_blank(chromium, screenshots / "rollout-findings.png")
+    assert console_problems(chromium) == []
+
+
 def test_keyboard_moves_between_examples(chromium: Any, rollout_run: Path) -> None:
     open_page(chromium, rollout_run / PAGE_FILE)
     table = chromium.find_element("id", "table")
     table.send_keys("j")
-    assert chromium.find_element("id", "detail").get_attribute("data-id") == "#0"
+    opened(chromium, "#0")
     table.send_keys("j", "j")
-    assert chromium.find_element("id", "detail").get_attribute("data-id") == "#2"
+    opened(chromium, "#2")
     table.send_keys("k")
-    assert chromium.find_element("id", "detail").get_attribute("data-id") == "#1"
+    opened(chromium, "#1")
     assert chromium.find_element("css selector", ".trow.selected").get_attribute("data-id") == "#1"
 
 
@@ -179,14 +212,19 @@ def test_eval_page_header_filters_and_example_view(
     wrong = next(r for r in records if r["verdict"] == "mismatch")
     chromium.find_element("id", "search").send_keys(wrong["sql"][:40])
     assert f"#{wrong['index']}" in shown_ids(chromium)
-    chromium.find_element("css selector", f"#table .trow[data-id='#{wrong['index']}']").click()
-    detail = chromium.find_element("id", "detail")
+    detail = open_example(chromium, f"#{wrong['index']}")
     contexts = {
         json.loads(line)["index"]: json.loads(line) for line in (run / "examples.jsonl").read_text().splitlines()
     }
     assert contexts[wrong["index"]]["question"] in detail.text
     assert detail.find_element("css selector", "pre.gold").text == contexts[wrong["index"]]["gold_sql"]
-    assert detail.find_elements("css selector", ".results-gold")  # the first rows of both results
+    assert detail.find_elements("css selector", ".results-gold")  # the first rows of both results, from the record
+    gold_rows = detail.find_elements("css selector", ".results-gold tr[data-differs]")
+    assert len(gold_rows) == len(wrong["gold_result"]["rows"])
+    assert {
+        (f.get_attribute("data-tag"), f.get_attribute("data-location"))
+        for f in detail.find_elements("css selector", ".finding")
+    } == {(f["tag"], " / ".join(f["location"])) for f in wrong["findings"]}
     assert detail.find_elements("css selector", "img") == []  # plots sit below, outside the example view
     assert len(chromium.find_elements("css selector", "#extras img")) == len(list(run.glob("*.png")))
     check_not_blank(chromium, screenshots / "eval-example.png")
@@ -208,8 +246,13 @@ def test_two_eval_runs_compared(chromium: Any, eval_runs: tuple[Path, Path], scr
     choose(chromium, "change", "fixed")
     assert shown_count(chromium) == len(fixed)
     if fixed:
-        chromium.find_element("css selector", f"#table .trow[data-id='#{fixed[0]}']").click()
-        assert "Diff B against A" in chromium.find_element("id", "detail").text
+        view = open_example(chromium, f"#{fixed[0]}")
+        assert "Diff B against A" in view.text
+        for side, records in (("a", records_a), ("b", records_b)):  # each run's result rows, from its record
+            kept = records[fixed[0]]["pred_result"]["rows"]
+            assert len(view.find_elements("css selector", f".side-{side} .results-prediction tr[data-differs]")) == len(
+                kept
+            )
     check_not_blank(chromium, screenshots / "compare.png")
 
 
@@ -229,5 +272,6 @@ def test_the_other_run_folders_open(
     assert console_problems(chromium) == []
     assert shown_count(chromium) == len(RunFolder(out).read_records())
     chromium.find_element("id", "table").send_keys("j")
-    assert chromium.find_element("id", "detail").get_attribute("data-id")
+    first = chromium.find_element("css selector", "#table .trow[data-pos='0']").get_attribute("data-id")
+    opened(chromium, first)
     check_not_blank(chromium, screenshots / f"{name}.png")

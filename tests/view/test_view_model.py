@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -12,18 +13,26 @@ from typer.testing import CliRunner
 from progress_sql.cli import app
 from progress_sql.errors import DatasetError
 from progress_sql.runfolder import RunFolder
+from progress_sql.types import PREVIEW_ROWS
 from progress_sql.view import PAGE_FILE, read_run, render
 from progress_sql.view.context import CONTEXT_FILE
+from progress_sql.view.page import DETAIL_TYPE, unpack
 from tests.cli.test_run_folders import _audit, _eval, _rollout
 
 runner = CliRunner()
 
 
-def page_data(html: str) -> dict[str, object]:
+def page_data(html: str) -> dict[str, Any]:
     match = re.search(r'<script type="application/json" id="run-data">(.*?)</script>', html, re.S)
     assert match
-    data: dict[str, object] = json.loads(match.group(1))
+    data: dict[str, Any] = json.loads(match.group(1))
     return data
+
+
+def page_details(html: str) -> list[Any]:
+    """Every example view of the page, in order (the blocks unpacked)."""
+    blocks = re.findall(rf'<script type="{re.escape(DETAIL_TYPE)}" id="details-\d+">(.*?)</script>', html, re.S)
+    return [view for block in blocks for view in unpack(block)]
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +51,17 @@ def test_eval_writes_the_page_and_its_contexts_by_default(eval_run: Path) -> Non
     assert "https://" not in html
     data = page_data(html)
     records = RunFolder(eval_run).read_records()
-    assert [item["id"] for item in data["items"]] == [f"#{r['index']}" for r in records]  # type: ignore[index]
+    assert data["rows"]["ids"] == [f"#{r['index']}" for r in records]
+    views = page_details(html)
+    assert [view["record"]["index"] for view in views] == [r["index"] for r in records]
+    # the results' first rows come from the records (eval runs nothing again for the page)
+    assert all(view["record"]["gold_result"]["status"] == "ok" for view in views)
+    assert all("gold" not in (view.get("context") or {}) for view in views)
     contexts = [json.loads(line) for line in (eval_run / CONTEXT_FILE).read_text().splitlines()]
     assert [c["index"] for c in contexts] == [r["index"] for r in records]
-    assert all(c["gold"]["status"] == "ok" for c in contexts)
+    assert all(c["gold"] is None and c["predicted"] is None for c in contexts)
+    assert all(r["gold_result"]["status"] == "ok" and len(r["gold_result"]["rows"]) <= PREVIEW_ROWS for r in records)
+    assert all(r["pred_result"] is not None for r in records if r["sql"])
 
 
 def test_no_view_writes_neither_page_nor_contexts(music_dir: Path, tmp_path: Path) -> None:
@@ -121,5 +137,5 @@ def test_the_data_cannot_close_the_script_element(eval_run: Path) -> None:
     assert isinstance(hostile, dict)
     hostile["sql"] = "SELECT '</script><script>alert(1)</script>' <!-- x"
     html = render(page)
-    assert html.count("</script>") == 2  # the data block's and the page script's own
-    assert page_data(html)["items"][0]["detail"]["record"]["sql"] == hostile["sql"]  # type: ignore[index]
+    assert html.count("</script>") == 2 + html.count(f'<script type="{DETAIL_TYPE}"')  # the page's own elements
+    assert page_details(html)[0]["record"]["sql"] == hostile["sql"]

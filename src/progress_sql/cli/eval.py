@@ -29,7 +29,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.odt.config import OdtConfig
 from progress_sql.progress import progress_bar
 from progress_sql.testsuite.manifest import suite_lookup
-from progress_sql.view.context import example_contexts, write_contexts
+from progress_sql.types import PREVIEW_ROWS
 
 
 def eval_command(
@@ -196,13 +196,18 @@ def eval_command(
             breakdown=spec.breakdown,
             progress=lambda k: bar.advance(job, k),
             with_soft_f1=with_bird,
+            preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
         )
         bar.update(job, completed=total)
         if ves_repeats:
             timed = sum(r.status == "scored" and r.match for r in records)
             job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
             records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
-        contexts = example_contexts(examples, {r.index: r.sql for r in records}, store) if view else []
+        contexts = []
+        if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
+            from progress_sql.view.context import example_contexts  # only with the page
+
+            contexts = example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False)
     summary = summarize_run(
         inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
@@ -210,6 +215,8 @@ def eval_command(
     try:
         write_eval_run(out, records, summary, plots=plots)
         if view:
+            from progress_sql.view.context import write_contexts
+
             write_contexts(out, contexts)
     except OSError as error:
         common.fail(f"cannot write results to {out}: {error}")

@@ -298,6 +298,7 @@ class SQLRefineEnv(Closing):
             reward=breakdown,
             checks_passed=None if checks is None else checks[0],
             checks_total=None if checks is None else checks[1],
+            findings=diagnosis.findings,
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from progress_sql.odt.tags import Finding
 from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
 
 
@@ -23,7 +24,8 @@ from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
 class TurnRecord:
     """What one turn produced: the model's ``response``, what the environment observed of it, the
     ``feedback`` it was answered with (None on the episode's last turn) and the trajectory ``reward``
-    (set on the last turn only)."""
+    (set on the last turn only). ``findings`` are the ODT ``tags`` with where in the query each was
+    found (empty in records written before they were kept)."""
 
     turn: int
     response: str
@@ -48,6 +50,7 @@ class TurnRecord:
     #: For a write task's answer: the checks its script passed, of how many.
     checks_passed: int | None = None
     checks_total: int | None = None
+    findings: tuple[Finding, ...] = ()
 
     def as_turn(self) -> Turn:
         """The turn as the reward sees it (a timeout or a missing query is not executable)."""
@@ -60,7 +63,7 @@ class TurnRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnRecord:
         """The record :meth:`to_dict` wrote; fields a reader may leave out (``response``, the
-        errors, the partial scores, ``feedback``, ``reward``) get their empty values."""
+        errors, the partial scores, ``feedback``, ``reward``, ``findings``) get their empty values."""
         reward, f = data.get("reward"), float(data["f"])
         return cls(
             turn=int(data.get("turn", 0)),
@@ -83,6 +86,7 @@ class TurnRecord:
             slot=data.get("slot"),
             checks_passed=None if data.get("checks_passed") is None else int(data["checks_passed"]),
             checks_total=None if data.get("checks_total") is None else int(data["checks_total"]),
+            findings=tuple(_finding(item) for item in data.get("findings") or ()),
         )
 
 
@@ -95,6 +99,13 @@ def answers_trajectory(answers: Sequence[Turn]) -> Trajectory:
     """The trajectory a reward scores from an episode's answers: those, or :data:`NO_ANSWER_TURN`
     when the episode asked and never answered."""
     return Trajectory(tuple(answers) if answers else (NO_ANSWER_TURN,))
+
+
+def _finding(data: Any) -> Finding:
+    """A finding as :meth:`TurnRecord.to_dict` writes it (``{"tag", "location"}``) or as its text (``TAG@where``)."""
+    if isinstance(data, str):
+        return Finding.parse(data)
+    return Finding(str(data["tag"]), tuple(str(step) for step in data.get("location") or ()))
 
 
 def trajectory_of(records: Sequence[TurnRecord]) -> Trajectory:

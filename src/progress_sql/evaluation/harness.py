@@ -15,8 +15,9 @@ from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import write_job
 from progress_sql.odt import diagnose
+from progress_sql.odt.tags import Finding
 from progress_sql.sql.hardness import hardness
-from progress_sql.types import Example, ExecResult, Verdict, WriteSpec
+from progress_sql.types import Example, ExecResult, ResultPreview, Verdict, WriteSpec
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -44,7 +45,11 @@ class EvalRecord:
     of the result groups in order of first appearance; ``vote_share`` the winner's share.
     ``soft_f1`` (BIRD metrics asked for) is Mini-Dev's Soft-F1 of the answer (0 when it or the gold
     failed; None when not asked for, or a result was truncated); ``ves_reward`` and ``ves_ratio`` are
-    its R-VES reward and mean time ratio (None unless R-VES was measured).
+    its R-VES reward and mean time ratio (None unless R-VES was measured). ``findings`` are the ODT
+    tags of the answer with where in the query each was found (``tags`` their codes).
+    ``gold_result`` / ``pred_result`` keep the first rows of the gold's and the answer's results as
+    they were judged (only when :func:`evaluate` is asked for ``preview_rows``; None otherwise or when
+    the answer was not run).
     """
 
     index: int
@@ -75,6 +80,9 @@ class EvalRecord:
     ves_ratio: float | None = None
     #: The task kind (``read``, ``write``, ``ambiguous``): reports break results down by it.
     kind: str = "read"
+    findings: tuple[Finding, ...] = ()
+    gold_result: ResultPreview | None = None
+    pred_result: ResultPreview | None = None
 
 
 def evaluate(
@@ -85,6 +93,7 @@ def evaluate(
     breakdown: Breakdown = "hardness",
     progress: Progress | None = None,
     with_soft_f1: bool = False,
+    preview_rows: int = 0,
 ) -> list[EvalRecord]:
     """Evaluate ``samples[i]`` (one or more answers) against ``examples[i]`` for every i, in order,
     under ``store``'s preset and limits.
@@ -96,6 +105,8 @@ def evaluate(
     database is also run on every suite database of its gold; it counts for test-suite accuracy
     only if it matches on all of them (a suite database on which the gold fails is left out for
     that example). ``with_soft_f1`` adds each answer's Soft-F1 (BIRD Mini-Dev's metric).
+    ``preview_rows`` > 0 keeps that many first rows of the gold's and the answer's results in each
+    record (what the run explorer shows; nothing runs again for it).
     """
     if len(examples) != len(samples):
         raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
@@ -127,6 +138,8 @@ def evaluate(
         record = _judge_example(example, items, results, gold, store, breakdown)
         if with_soft_f1:
             record = replace(record, soft_f1=_soft_f1(record, results, gold))
+        if preview_rows > 0:
+            record = _with_previews(record, results, gold, preview_rows)
         chosen_sql = None if record.chosen_sample is None else sqls[record.chosen_sample]
         record, suite_jobs = _plan_suite(record, example, chosen_sql, store)
         records[example.index] = record
@@ -197,6 +210,7 @@ def _judge_example(
         valid_samples=sum(is_valid(r) for r in results),
         first_match=bool(verdicts[0] and verdicts[0].match),
         tags=diagnosis.tags,
+        findings=diagnosis.findings,
         f_struct=round(diagnosis.f_struct, 6),
     )
 
@@ -204,6 +218,19 @@ def _judge_example(
 def _check_results(verdicts: Sequence[Verdict | None]) -> list[ExecResult | None]:
     """Stand-in results for voting over write samples: one row, the verdict's reason (the checks passed)."""
     return [None if v is None else ExecResult("ok", ("checks",), ((v.reason,),)) for v in verdicts]
+
+
+def _with_previews(
+    record: EvalRecord, results: Sequence[ExecResult | None], gold: PreparedGold, rows: int
+) -> EvalRecord:
+    """The record with the first rows of the results it was judged on (the answer's: the chosen sample's)."""
+    chosen = record.chosen_sample if record.chosen_sample is not None else 0
+    answer = results[chosen] if chosen < len(results) else None
+    return replace(
+        record,
+        gold_result=ResultPreview.of(gold.results[0], rows) if gold.results else None,
+        pred_result=None if answer is None else ResultPreview.of(answer, rows),
+    )
 
 
 def _soft_f1(record: EvalRecord, results: Sequence[ExecResult | None], gold: PreparedGold) -> float | None:

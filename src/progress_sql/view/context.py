@@ -6,40 +6,25 @@ by ``index``), so that the page is built from the run folder alone (docs/view.md
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from progress_sql.errors import DatasetError
 from progress_sql.execution.gold import GoldStore
 from progress_sql.runfolder import write_jsonl
-from progress_sql.types import Example, ExecResult
+from progress_sql.types import PREVIEW_ROWS, Example, ResultPreview
 
 #: The run folder's file of example contexts.
 CONTEXT_FILE = "examples.jsonl"
-#: Rows of each result kept for the page (the verdict itself was made on every row).
-PREVIEW_ROWS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class ResultPreview:
-    """The first rows of one result; ``row_count`` counts every fetched row (None when it failed)."""
-
-    status: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    row_count: int | None
-    truncated: bool
-    error: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class ExampleContext:
     """One example's inputs and results for the page; ``schema`` maps each table named by the gold or
-    the predicted SQL to its columns."""
+    the predicted SQL to its columns; ``gold`` / ``predicted`` are None when they were not asked for
+    (``eval``'s records carry the results they were judged on themselves)."""
 
     index: int
     db_id: str
@@ -50,26 +35,6 @@ class ExampleContext:
     gold: ResultPreview | None
     predicted: ResultPreview | None
     problem: str | None = None
-
-
-def _cell(value: Any) -> Any:
-    """A result cell as JSON can carry it (bytes and non-finite floats as text)."""
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def preview(result: ExecResult, rows: int = PREVIEW_ROWS) -> ResultPreview:
-    """The first ``rows`` rows of ``result``.
-
-    >>> preview(ExecResult("ok", ("a",), ((1,), (2,), (3,))), rows=2)
-    ResultPreview(status='ok', columns=('a',), rows=((1,), (2,)), row_count=3, truncated=False, error=None)
-    """
-    kept = tuple(tuple(_cell(v) for v in row) for row in result.rows[:rows])
-    count = len(result.rows) if result.ok else None
-    return ResultPreview(result.status, tuple(result.columns), kept, count, result.truncated, result.error)
 
 
 def tables_named(sql: str | None, tables: Sequence[str]) -> list[str]:
@@ -88,10 +53,14 @@ def example_contexts(
     examples: Sequence[Example],
     predicted: Mapping[int, str | None],
     store: GoldStore,
+    *,
     rows: int = PREVIEW_ROWS,
+    with_results: bool = True,
 ) -> list[ExampleContext]:
     """The context of every example: ``predicted`` maps an example's index to the SQL its record
-    ends with (run again in the store's pool for the preview; None: no SQL)."""
+    ends with (None: no SQL). ``with_results``: the first ``rows`` rows of the gold's result (prepared
+    once by the store) and of that SQL's (run again in the store's pool: for records that keep no
+    rows, a rollout's); without it nothing runs."""
     contexts = []
     for example in examples:
         sql = predicted.get(example.index)
@@ -122,8 +91,8 @@ def example_contexts(
             continue
         names = list(dict.fromkeys(tables_named(example.gold_sql, list(schema.tables)) +
                                    tables_named(sql, list(schema.tables))))  # fmt: skip
-        gold = preview(prepared.results[0], rows) if prepared.results else None
-        pred = preview(store.run_pred(example, sql), rows) if sql else None
+        gold = ResultPreview.of(prepared.results[0], rows) if with_results and prepared.results else None
+        pred = ResultPreview.of(store.run_pred(example, sql), rows) if with_results and sql else None
         contexts.append(
             ExampleContext(
                 example.index,

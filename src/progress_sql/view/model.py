@@ -56,8 +56,8 @@ class ListColumn:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One row of the table: ``values`` feed the columns and facets, ``text`` the free-text search,
-    ``detail`` the example view."""
+    """One row of the table: ``values`` feed the columns and facets, ``text`` the free-text search
+    beyond the page's ``searched`` columns, ``detail`` the example view."""
 
     id: str
     values: Mapping[str, Any]
@@ -82,6 +82,11 @@ class Page:
     version: int = DATA_VERSION
     item_label: str = "examples"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The columns of each table the example views name, once per database (``schemas[db][table]``):
+    #: an example's context lists only its tables' names.
+    schemas: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
+    #: The columns the free-text search reads besides each item's ``text`` (not repeated in it).
+    searched: Sequence[str] = ("question", "sql")
 
 
 # ---- reading files -------------------------------------------------------------------------------
@@ -176,7 +181,9 @@ def _search_text(*parts: Any) -> str:
     return " ".join(str(p) for p in parts if p).lower()
 
 
-def _contexts(run: Path, notes: list[str]) -> dict[int, dict[str, Any]]:
+def _contexts(run: Path, notes: list[str], schemas: dict[str, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The example contexts by index, each with its schema excerpt as table names (the columns go
+    into ``schemas`` once per database) and without what its record holds (index, predicted SQL)."""
     rows = _read_jsonl(run / CONTEXT_FILE, required=False)
     if rows is None:
         notes.append(
@@ -184,7 +191,13 @@ def _contexts(run: Path, notes: list[str]) -> dict[int, dict[str, Any]]:
             "gold SQL, schema excerpts and result rows are not in this run folder, so the page does not show them."
         )
         return {}
-    return {int(row["index"]): row for row in rows}
+    contexts = {}
+    for row in rows:
+        schema = row.get("schema") or {}
+        schemas.setdefault(str(row.get("db_id")), {}).update(schema)
+        kept = {k: v for k, v in row.items() if k not in ("index", "predicted_sql", "schema") and v is not None}
+        contexts[int(row["index"])] = kept | {"tables": list(schema)}
+    return contexts
 
 
 # ---- one reader per command ------------------------------------------------------------------------
@@ -195,7 +208,8 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
     metrics = summary["metrics"]
     records = _read_jsonl(run / RECORDS_FILE) or []
     notes: list[str] = list(summary.get("notes") or [])
-    contexts = _contexts(run, notes)
+    schemas: dict[str, dict[str, Any]] = {}
+    contexts = _contexts(run, notes, schemas)
     scored = metrics.get("scored")
     headline = [
         proportion("EX", metrics.get("execution_accuracy"), scored),
@@ -220,10 +234,6 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
     for record in records:
         index = int(record["index"])
         context = contexts.get(index, {})
-        turn = {
-            "turn": 1, "sql": record.get("sql"), "verdict": record.get("verdict"), "match": record.get("match"),
-            "tags": record.get("tags") or [], "f_struct": record.get("f_struct"), "reason": record.get("reason"),
-        }  # fmt: skip
         values = {
             "index": index, "db_id": record.get("db_id"), "level": record.get("level"),
             "verdict": record.get("verdict") or record.get("status"), "tags": record.get("tags") or [],
@@ -234,8 +244,8 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
             Item(
                 f"#{index}",
                 values,
-                _search_text(context.get("question"), record.get("sql"), context.get("gold_sql"), record.get("db_id")),
-                {"record": record, "context": context or None, "turns": [turn]},
+                _search_text(context.get("gold_sql"), record.get("db_id")),
+                {"record": record, "context": context or None},  # the page reads the answer's turn from the record
             )
         )
     return Page(
@@ -246,7 +256,7 @@ def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
          ListColumn("sql", "predicted SQL", True)],
         [Facet("verdict", "verdict"), Facet("level", "hardness / difficulty"), Facet("db_id", "database"),
          Facet("tags", "ODT tag"), Facet("suite", "suite verdict"), Facet("vote_share", "vote share", "range")],
-        items, [{"title": "EX by level", "rows": levels}] if levels else [], plots_of(run), notes,
+        items, [{"title": "EX by level", "rows": levels}] if levels else [], plots_of(run), notes, schemas=schemas,
     )  # fmt: skip
 
 
@@ -268,7 +278,8 @@ def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
     metrics = summary["metrics"]
     records = _read_jsonl(run / RECORDS_FILE) or []
     notes: list[str] = []
-    contexts = _contexts(run, notes)
+    schemas: dict[str, dict[str, Any]] = {}
+    contexts = _contexts(run, notes, schemas)
     scored = metrics.get("scored")
     headline = [proportion("first-turn EX", metrics.get("first_turn_accuracy"), scored)]
     headline += [
@@ -297,9 +308,9 @@ def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
             "first_match": "never" if k_star is None else f"turn {k_star}", "turns": len(turns),
             "reward": reward.get("total"), "question": context.get("question"), "sql": last.get("sql"),
         }  # fmt: skip
-        text = _search_text(context.get("question"), context.get("gold_sql"), record.get("db_id"),
-                            *(turn.get("sql") for turn in turns))  # fmt: skip
-        # the example view reads the turns from the record (not repeated: the page stays small)
+        text = _search_text(context.get("gold_sql"), record.get("db_id"), *(turn.get("sql") for turn in turns[:-1]))
+        # the example view reads the turns from the record; the last turn's copy of the trajectory's reward is left out
+        record = record | {"turns": [_without_reward_copy(turn, reward) for turn in turns]}
         items.append(Item(f"#{index}", values, text, {"record": record, "context": context or None}))
     return Page(
         "rollout", f"Rollout: {_task_name(summary)}", [_run_header(run, summary)], headline,
@@ -308,8 +319,12 @@ def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
          ListColumn("question", "question", True), ListColumn("sql", "last SQL", True)],
         [Facet("verdict", "final verdict"), Facet("first_match", "turn of first match"), Facet("db_id", "database"),
          Facet("tags", "ODT tag"), Facet("status", "status"), Facet("reward", "reward", "range")],
-        items, (), plots_of(run), notes,
+        items, (), plots_of(run), notes, schemas=schemas,
     )  # fmt: skip
+
+
+def _without_reward_copy(turn: Mapping[str, Any], reward: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {k: v for k, v in turn.items() if k != "reward"} if turn.get("reward") == reward else turn
 
 
 def _train_page(run: Path, summary: dict[str, Any]) -> Page:
@@ -352,6 +367,7 @@ def _train_page(run: Path, summary: dict[str, Any]) -> Page:
         [Facet("run_reward", "reward function"), Facet("reward", "mean reward", "range")],
         items, [{"title": "held-out EX by set (greedy, single turn)", "rows": sets}] if sets else [], plots_of(run),
         [] if records else ["samples.jsonl has no RL steps (the run logged none)."], item_label="RL steps",
+        searched=(),
     )  # fmt: skip
 
 
@@ -385,7 +401,7 @@ def _audit_page(run: Path, summary: dict[str, Any]) -> Page:
             Item(
                 f"#{index}",
                 values,
-                _search_text(record.get("question"), record.get("gold_sql"), record.get("db_id")),
+                _search_text(record.get("db_id")),
                 {"record": record, "context": context, "findings": record.get("findings") or []},
             )
         )
@@ -424,6 +440,7 @@ def _ablate_page(run: Path, summary: dict[str, Any]) -> Page:
          ListColumn("within_turns_ex", "EX within T turns"), ListColumn("change", "change vs warm start")],
         [Facet("arm", "arm"), Facet("seed", "seed"), Facet("ex", "EX", "range")],
         items, [{"title": "arms", "rows": list(summary["arms"])}], plots_of(run), [], item_label="arm runs",
+        searched=(),
     )  # fmt: skip
 
 
@@ -481,8 +498,9 @@ def compare_page(run_a: Path, run_b: Path, comparison: Mapping[str, Any]) -> Pag
             "question": item_a.values["question"], "sql_a": item_a.values["sql"], "sql_b": item_b.values["sql"],
         }  # fmt: skip
         detail = {"context": item_a.detail.get("context") or item_b.detail.get("context"),
-                  "compare": {"a": item_a.detail, "b": item_b.detail}}  # fmt: skip
-        items.append(Item(f"#{index}", values, item_a.text + " " + item_b.text, detail))
+                  "compare": {"a": {"record": item_a.detail.get("record")},
+                              "b": {"record": item_b.detail.get("record")}}}  # fmt: skip
+        items.append(Item(f"#{index}", values, item_a.text, detail))  # gold SQL and database, as in B's
     scored_a = next((m.n for m in a.metrics if m.label == "EX"), None)
     scored_b = next((m.n for m in b.metrics if m.label == "EX"), None)
     headline = []
@@ -510,4 +528,6 @@ def compare_page(run_a: Path, run_b: Path, comparison: Mapping[str, Any]) -> Pag
         [Facet("change", "change"), Facet("verdict_a", "verdict A"), Facet("verdict_b", "verdict B"),
          Facet("level", "hardness / difficulty"), Facet("db_id", "database"), Facet("tags", "ODT tag (A or B)")],
         items, [{"title": "EX by level", "rows": levels}] if levels else [], [*a.plots, *b.plots], notes,
+        schemas={db: {**a.schemas.get(db, {}), **b.schemas.get(db, {})} for db in {*a.schemas, *b.schemas}},
+        searched=("question", "sql_a", "sql_b"),
     )  # fmt: skip

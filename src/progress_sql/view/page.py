@@ -4,9 +4,13 @@ network, works from ``file://``)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +33,103 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def page_json(page: Page) -> str:
-    """The page data as JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a JSON
-    string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element.
+#: Example views per block. Each block is the JSON of its views, gzip-compressed and in base64 in a
+#: ``<script type="application/gzip+base64">`` element; the page decompresses and parses a block
+#: (DecompressionStream) only when one of its examples is opened, so opening a page of 10,000
+#: examples reads the table alone and the file stays small.
+CHUNK = 250
 
-    >>> page_json(Page("eval", "</script>", [], [], [], [], []))[:44]
-    '{"kind": "eval", "title": "\\\\u003c/script>", '
-    """
-    text = json.dumps(_finite(plain(page)), ensure_ascii=False, allow_nan=False)
+
+def _dump(value: Any) -> str:
+    """Plain, finite data as JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a
+    JSON string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+#: Detail fields whose text repeats across examples (feedback is built from the tags): written
+#: once in the page's ``texts`` and referred to by number.
+SHARED_TEXT = ("feedback",)
+
+
+def _compact(value: Any, texts: dict[str, int]) -> Any:
+    """A detail as the page embeds it, plain and finite (:func:`_finite`) in one walk: empty (None)
+    fields left out, :data:`SHARED_TEXT` fields by their number in ``texts`` (added when new)."""
+    if isinstance(value, Mapping):
+        return {
+            key: (
+                texts.setdefault(item, len(texts))
+                if key in SHARED_TEXT and isinstance(item, str)
+                else _compact(item, texts)
+            )
+            for key, item in value.items()
+            if item is not None
+        }
+    if isinstance(value, (list, tuple)):
+        return [_compact(item, texts) for item in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if value is None or isinstance(value, (str, int)):
+        return value
+    return _compact(plain(value), texts)  # a record (details read from files are plain already)
+
+
+def encode(page: Page) -> tuple[dict[str, Any], list[list[Any]]]:
+    """The page data its script parses on opening, and the example views in blocks of :data:`CHUNK`.
+
+    The data holds everything but the example views, the table column by column (``rows.values[key][i]``
+    of the i-th item, only the keys of columns and facets) and the shared texts the views refer to.
+
+    >>> from progress_sql.view.model import Item, ListColumn
+    >>> item = Item("#0", {"a": 1, "b": 2}, "x", {"feedback": "fix it", "error": None})
+    >>> data, blocks = encode(Page("eval", "t", [], [], [ListColumn("a", "A")], [], [item]))
+    >>> data["rows"], data["texts"], blocks
+    ({'count': 1, 'ids': ['#0'], 'values': {'a': [1]}, 'text': ['x'], 'chunk': 250}, ['fix it'], [[{'feedback': 0}]])
+    """
+    keys = list(dict.fromkeys([c.key for c in page.columns] + [f.key for f in page.facets]))
+    data: dict[str, Any] = {f.name: _finite(plain(getattr(page, f.name))) for f in fields(page) if f.name != "items"}
+    data["rows"] = {
+        "count": len(page.items),
+        "ids": [item.id for item in page.items],
+        "values": {key: _finite([item.values.get(key) for item in page.items]) for key in keys},
+        "text": [item.text for item in page.items],
+        "chunk": CHUNK,
+    }
+    texts: dict[str, int] = {}
+    blocks = [
+        [_compact(item.detail, texts) for item in page.items[at : at + CHUNK]]
+        for at in range(0, len(page.items), CHUNK)
+    ]
+    data["texts"] = list(texts)
+    return data, blocks
+
+
+#: The ``type`` of the example views' blocks (a data block: the browser runs none of it).
+DETAIL_TYPE = "application/gzip+base64"
+
+
+def pack(block: list[Any]) -> str:
+    """One block of example views as the page embeds it: its JSON, gzip (no time stamp), base64."""
+    return base64.b64encode(gzip.compress(_dump(block).encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+
+
+def unpack(text: str) -> list[Any]:
+    """The inverse of :func:`pack` (what the page's script does; tests read blocks back with it).
+
+    >>> unpack(pack([{"sql": "SELECT '</script>'"}]))
+    [{'sql': "SELECT '</script>'"}]
+    """
+    data: list[Any] = json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
+    return data
+
+
+def page_json(page: Page) -> str:
+    """The page data (:func:`encode`) as JSON safe inside a ``<script>`` element.
+
+    >>> page_json(Page("eval", "</script>", [], [], [], [], []))[:40]
+    '{"kind":"eval","title":"\\\\u003c/script>",'
+    """
+    return _dump(encode(page)[0])
 
 
 def render(page: Page) -> str:
@@ -47,11 +139,16 @@ def render(page: Page) -> str:
         "__TITLE__": html.escape(page.title),
         "__CSS__": (ASSETS / "page.css").read_text(encoding="utf-8"),
         "__JS__": (ASSETS / "page.js").read_text(encoding="utf-8"),
-        "__DATA__": page_json(page),
     }
     for key in ("__TITLE__", "__CSS__", "__JS__"):  # the data last: it may contain the other markers
         template = template.replace(key, parts[key], 1)
-    return template.replace("__DATA__", parts["__DATA__"], 1)
+    data, blocks = encode(page)
+    details = "\n".join(
+        f'<script type="{DETAIL_TYPE}" id="details-{k}">{pack(block)}</script>' for k, block in enumerate(blocks)
+    )
+    head, _, tail = template.partition("__DATA__")
+    details_head, _, details_tail = tail.partition("__DETAILS__")
+    return "".join((head, _dump(data), details_head, details, details_tail))
 
 
 def write_page(page: Page, path: Path) -> Path:

@@ -4,9 +4,12 @@
   var DATA_VERSION = 1;
   var ROW = 28;          // px, the table's fixed row height (virtual scrolling)
   var BUFFER = 12;       // rows drawn above and below the visible ones
+  performance.mark("view:start");  // bench/view.py reads these marks
   var data = JSON.parse(document.getElementById("run-data").textContent);
-  var items = data.items;
-  var shown = [];        // indices into items that pass the filters, in order
+  performance.mark("view:parsed");
+  // The table column by column; each example's view sits in its own JSON block, parsed when opened.
+  var rows = data.rows, N = rows.count, col = rows.values, chunks = {};
+  var shown = [];        // indices of the examples that pass the filters, in order
   var selected = -1;     // position in shown
   var filters = {};      // facet key -> value ("" = any) or {min, max}
   var search = "";
@@ -71,12 +74,45 @@
   }
 
   // ---- filters ----------------------------------------------------------------------------------
+  var SHARED_TEXT = {feedback: true};  // page.py's SHARED_TEXT: fields written once in data.texts, by number
+  function withTexts(value) {
+    if (Array.isArray(value)) return value.map(withTexts);
+    if (value === null || typeof value !== "object") return value;
+    var out = {};
+    for (var k in value) out[k] = SHARED_TEXT[k] && typeof value[k] === "number" ? data.texts[value[k]] : withTexts(value[k]);
+    return out;
+  }
+  function readChunk(k) {
+    // page.py's pack(): the JSON of a block of example views, gzip, base64; decompressed once, when first opened
+    var binary = atob(document.getElementById("details-" + k).textContent.trim());
+    var bytes = new Uint8Array(binary.length);
+    for (var j = 0; j < binary.length; j++) bytes[j] = binary.charCodeAt(j);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  function detailOf(i) {  // a promise of the i-th example's view
+    var k = Math.floor(i / rows.chunk);
+    if (!chunks[k]) chunks[k] = readChunk(k);
+    return chunks[k].then(function (block) { return withTexts(block[i - k * rows.chunk]); });
+  }
+  var haystack = null;  // the lower-case search text of each example, built on the first search
+  function searchText(i) {
+    if (!haystack) {
+      haystack = new Array(N);
+      for (var j = 0; j < N; j++) {
+        var parts = [rows.text[j]];
+        data.searched.forEach(function (key) { var v = col[key] && col[key][j]; if (v !== null && v !== undefined) parts.push(String(v).toLowerCase()); });
+        haystack[j] = parts.join(" ");
+      }
+    }
+    return haystack[i];
+  }
   function facetValues(key) {
-    var counts = {};
-    items.forEach(function (item) {
-      var v = item.values[key];
+    var counts = {}, values = col[key];
+    for (var i = 0; i < N; i++) {
+      var v = values[i];
       (Array.isArray(v) ? v : [v]).forEach(function (x) { var s = x === null || x === undefined ? "n/a" : String(x); counts[s] = (counts[s] || 0) + 1; });
-    });
+    }
     return Object.keys(counts).sort().map(function (k) { return [k, counts[k]]; });
   }
   function drawFilters() {
@@ -94,15 +130,15 @@
         return;
       }
       var values = facetValues(f.key);
-      var select = el("select", {"data-facet": f.key, "aria-label": f.label}, [el("option", {value: "", text: "any (" + items.length + ")"})]);
+      var select = el("select", {"data-facet": f.key, "aria-label": f.label}, [el("option", {value: "", text: "any (" + N + ")"})]);
       values.forEach(function (pair) { select.appendChild(el("option", {value: pair[0], text: pair[0] + " (" + pair[1] + ")"})); });
       select.addEventListener("change", function () { filters[f.key] = select.value; apply(); });
       form.appendChild(el("label", {}, [f.label, select]));
     });
   }
-  function passes(item) {
+  function passes(i) {
     for (var key in filters) {
-      var want = filters[key], v = item.values[key];
+      var want = filters[key], v = col[key][i];
       if (want === "" || want === undefined) continue;
       if (typeof want === "object") {
         if (want.min === null && want.max === null) continue;
@@ -113,17 +149,17 @@
       }
       var list = Array.isArray(v) ? v : [v];
       var hit = false;
-      for (var i = 0; i < list.length; i++) { var s = list[i] === null || list[i] === undefined ? "n/a" : String(list[i]); if (s === want) { hit = true; break; } }
+      for (var j = 0; j < list.length; j++) { var s = list[j] === null || list[j] === undefined ? "n/a" : String(list[j]); if (s === want) { hit = true; break; } }
       if (!hit) return false;
     }
-    return !search || item.text.indexOf(search) >= 0;
+    return !search || searchText(i).indexOf(search) >= 0;
   }
   function apply() {
     var keep = selected >= 0 ? shown[selected] : -1;
     shown = [];
-    for (var i = 0; i < items.length; i++) if (passes(items[i])) shown.push(i);
+    for (var i = 0; i < N; i++) if (passes(i)) shown.push(i);
     selected = shown.indexOf(keep);
-    document.getElementById("count").textContent = shown.length + " of " + items.length + " " + data.item_label + " shown";
+    document.getElementById("count").textContent = shown.length + " of " + N + " " + data.item_label + " shown";
     var table = document.getElementById("table");
     table.scrollTop = 0;
     sizeTable();
@@ -150,10 +186,10 @@
   }
   function sizeTable() { spacer.style.height = (shown.length * ROW) + "px"; }
   function rowNode(pos) {
-    var item = items[shown[pos]];
-    var node = el("div", {cls: "trow" + (pos === selected ? " selected" : ""), role: "row", "data-pos": String(pos), "data-id": item.id, "aria-selected": pos === selected ? "true" : "false"},
+    var i = shown[pos];
+    var node = el("div", {cls: "trow" + (pos === selected ? " selected" : ""), role: "row", "data-pos": String(pos), "data-id": rows.ids[i], "aria-selected": pos === selected ? "true" : "false"},
       data.columns.map(function (c) {
-        var v = item.values[c.key];
+        var v = col[c.key][i];
         var cell = el("div", {cls: "cell" + (/verdict/.test(c.key) ? " " + verdictClass(v) : ""), role: "gridcell", title: fmt(v), text: fmt(v)});
         return cell;
       }));
@@ -176,7 +212,14 @@
     if (top < table.scrollTop + ROW) table.scrollTop = top - ROW;
     else if (top + ROW > table.scrollTop + table.clientHeight) table.scrollTop = top + ROW - table.clientHeight;
     drawRows(true);
-    drawDetail(items[shown[pos]]);
+    var i = shown[pos], box = document.getElementById("detail");
+    box.setAttribute("aria-busy", "true");
+    box.setAttribute("data-opening", rows.ids[i]);
+    detailOf(i).then(function (detail) {
+      if (box.getAttribute("data-opening") !== rows.ids[i]) return;  // another example was chosen meanwhile
+      drawDetail({id: rows.ids[i], detail: detail});
+      box.removeAttribute("aria-busy");
+    }).catch(function (error) { box.textContent = "cannot read this example's view: " + error; });
   }
   function onKey(event) {
     if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
@@ -280,23 +323,26 @@
     box.appendChild(el("h2", {text: (item.id.charAt(0) === "#" ? "Example " : "") + item.id + (record.db_id ? " \u2014 " + record.db_id : "")}));
     if (ctx && ctx.question) box.appendChild(el("p", {cls: "question"}, [el("strong", {text: "Question: "}), ctx.question]));
     if (ctx && ctx.gold_sql) { box.appendChild(el("h3", {text: "Gold SQL"})); box.appendChild(el("pre", {cls: "sql gold", text: ctx.gold_sql})); }
-    if (ctx && ctx.schema && Object.keys(ctx.schema).length) {
+    if (ctx && ctx.tables && ctx.tables.length) {
+      var schema = (data.schemas || {})[ctx.db_id] || {};
       box.appendChild(el("h3", {text: "Schema excerpt (tables the gold and the prediction name)"}));
       var t = el("table", {cls: "data"}, [el("tr", {}, [el("th", {text: "table"}), el("th", {text: "columns"})])]);
-      Object.keys(ctx.schema).forEach(function (name) { t.appendChild(el("tr", {}, [el("td", {cls: "mono", text: name}), el("td", {cls: "mono", text: ctx.schema[name].join(", ")})])); });
+      ctx.tables.forEach(function (name) { t.appendChild(el("tr", {}, [el("td", {cls: "mono", text: name}), el("td", {cls: "mono", text: (schema[name] || []).join(", ")})])); });
       box.appendChild(t);
     }
     if (ctx && ctx.problem) box.appendChild(el("p", {cls: "notes", text: "note: " + ctx.problem}));
     if (d.compare) { drawCompare(box, d.compare, ctx); }
-    else if (d.turns || record.turns) drawTurns(box, d.turns || record.turns, ctx);
+    else if (record.turns) drawTurns(box, record.turns, ctx);
+    else if (data.kind === "eval") drawTurns(box, [record], ctx);  // an eval record is its answer's one turn
     if (record.reward && record.reward.components) drawReward(box, record.reward);
     else if (d.reward && d.reward.components && Object.keys(d.reward.components).length) drawReward(box, d.reward);
-    if (ctx && (ctx.gold || ctx.predicted)) drawResults(box, ctx, record.reason);
+    var results = {gold: record.gold_result || (ctx && ctx.gold), predicted: record.pred_result || (ctx && ctx.predicted)};
+    if (results.gold || results.predicted) drawResults(box, results, record.reason);
     if (d.findings && d.findings.length) {
       box.appendChild(el("h3", {text: "Audit findings"}));
       box.appendChild(rowsTable(d.findings.map(function (f) { return {check: f.check, evidence: f.evidence}; })));
     }
-    box.appendChild(el("details", {}, [el("summary", {text: "the record as written (samples.jsonl)"}), el("pre", {cls: "mono report", text: JSON.stringify(record, null, 2)})]));
+    box.appendChild(el("details", {}, [el("summary", {text: "the record (samples.jsonl; empty fields left out)"}), el("pre", {cls: "mono report", text: JSON.stringify(record, null, 2)})]));
   }
   function drawTurns(box, turns, ctx) {
     box.appendChild(el("h3", {text: turns.length === 1 ? "Answer" : "Turns (" + turns.length + ")"}));
@@ -313,6 +359,7 @@
       (turn.tags || []).forEach(function (tag) { tags.appendChild(el("span", {cls: "tag", text: tag})); });
       if (!(turn.tags || []).length) tags.appendChild(document.createTextNode("none"));
       part.appendChild(tags);
+      if ((turn.findings || []).length) part.appendChild(findingList(turn.findings));
       if (turn.feedback) part.appendChild(el("div", {cls: "feedback", role: "note"}, [el("strong", {text: "Feedback the model saw next: "}), turn.feedback]));
       if (i > 0 && turns[i - 1].sql && turn.sql) part.appendChild(sqlDiff(turns[i - 1].sql, turn.sql, "against turn " + (turns[i - 1].turn || i)));
       if (ctx && ctx.gold_sql && turn.sql) part.appendChild(sqlDiff(ctx.gold_sql, turn.sql, "against the gold"));
@@ -320,16 +367,28 @@
       box.appendChild(part);
     });
   }
+  function findingList(findings) {
+    // Where the ODT found each tag: the path of nested clauses from the main query ("where / from": a FROM subquery inside a WHERE subquery).
+    var list = el("ul", {cls: "findings", "aria-label": "ODT tags with their locations"});
+    findings.forEach(function (f) {
+      var where = (f.location || []).join(" / ");
+      list.appendChild(el("li", {cls: "finding", "data-tag": f.tag, "data-location": where},
+        [el("span", {cls: "finding-tag", text: f.tag}), " at ", el("span", {cls: "where", text: where || "the main query"})]));
+    });
+    return el("div", {cls: "where-found"}, [el("strong", {text: "Where the ODT found them: "}), list]);
+  }
   function drawCompare(box, pair, ctx) {
     ["a", "b"].forEach(function (side) {
       var d = pair[side] || {};
-      var turns = d.turns || [];
+      var turns = d.record ? [d.record] : [];
       box.appendChild(el("h3", {text: "Run " + side.toUpperCase()}));
       var inner = el("div", {cls: "side-" + side});
       drawTurns(inner, turns, ctx);
+      var record = d.record || {};
+      if (record.gold_result || record.pred_result) drawResults(inner, {gold: record.gold_result, predicted: record.pred_result}, record.reason);
       box.appendChild(inner);
     });
-    var a = ((pair.a || {}).turns || [])[0], b = ((pair.b || {}).turns || [])[0];
+    var a = (pair.a || {}).record, b = (pair.b || {}).record;
     if (a && b && a.sql && b.sql) box.appendChild(sqlDiff(a.sql, b.sql, "B against A"));
   }
   function drawReward(box, reward) {
@@ -338,7 +397,7 @@
     rows.push({component: "total", value: reward.total});
     box.appendChild(rowsTable(rows));
   }
-  function drawResults(box, ctx, reason) {
+  function drawResults(box, ctx, reason) {  // ctx: {gold, predicted} previews
     box.appendChild(el("h3", {text: "Results (first rows)"}));
     if (reason) box.appendChild(el("p", {text: "verdict reason: " + reason}));
     var key = function (row) { return JSON.stringify(row); };
@@ -348,7 +407,7 @@
     [["gold", gold, cp], ["prediction", pred, cg]].forEach(function (entry) {
       var name = entry[0], res = entry[1], other = entry[2];
       if (!res) { box.appendChild(el("p", {text: name + ": not run"})); return; }
-      var head = name + ": " + res.status + (res.row_count !== null ? ", " + res.row_count + " row(s)" : "") + (res.truncated ? " (truncated)" : "") + (res.error ? " \u2014 " + res.error : "");
+      var head = name + ": " + res.status + (res.row_count !== null && res.row_count !== undefined ? ", " + res.row_count + " row(s)" : "") + (res.truncated ? " (truncated)" : "") + (res.error ? " \u2014 " + res.error : "");
       box.appendChild(el("p", {}, [el("strong", {text: head})]));
       if (!res.columns.length) return;
       var t = el("table", {cls: "data results-" + name}, [el("tr", {}, res.columns.map(function (c) { return el("th", {text: c}); }).concat([el("th", {text: "in the other's first rows"})]))]);
@@ -396,5 +455,6 @@
   drawTable();
   drawExtras();
   apply();
+  performance.mark("view:drawn");
   document.body.setAttribute("data-ready", "true");
 })();
