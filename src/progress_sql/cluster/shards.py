@@ -8,7 +8,7 @@ come back roughly in input order. Pure functions; no Ray.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
 
@@ -159,6 +159,19 @@ class ShardRunner(Protocol):
         restore: Callable[[R, T], R] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ClusterRun[R]: ...
+
+    def stream(
+        self,
+        fn: Callable[[list[T]], Sequence[R] | ShardOutput[R]],
+        items: Sequence[T],
+        *,
+        db_path: Callable[[T], str],
+        relocate: Callable[[T, str], T] | None = None,
+        restore: Callable[[R, T], R] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[tuple[int, R]]:
+        """``(position, result)`` in input order, each as soon as every earlier one is in."""
+        ...
 
 
 def example_db_path(example: Example) -> str:
