@@ -218,10 +218,15 @@ def cluster_for(address: str | None, databases: str, workers: int) -> Iterator[R
         return
     if databases not in RAY_DATABASES:
         fail(f"--ray-databases must be one of {', '.join(RAY_DATABASES)}, got {databases!r}")
-    from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
+    from rich.markup import escape
 
-    per_shard = max(1, workers)
-    cluster = RayCluster(ClusterOptions(address, databases, per_shard))  # type: ignore[arg-type]
+    from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
+    from progress_sql.errors import ClusterError
+
+    try:
+        cluster = RayCluster(ClusterOptions(address, databases, max(1, workers)))  # type: ignore[arg-type]
+    except ClusterError as error:  # its text names the extra, [ray], which is not markup
+        fail(escape(str(error)))
     try:
         yield cluster
     finally:

@@ -75,9 +75,7 @@ def build_suite_command(
 
         # an unreadable database raises a ProgressSQLError that names it
         with common.cluster_for(ray, ray_databases, workers) as cluster:
-            suites = build_suites(
-                jobs, out, config, workers=processes, on_done=finished, on_step=step, cluster=cluster
-            )
+            suites = build_suites(jobs, out, config, workers=processes, on_done=finished, on_step=step, cluster=cluster)
     manifest = write_manifest(out, config, suites, package_versions())
     elapsed = time.perf_counter() - started
     summary = coverage_summary(suites)

@@ -143,9 +143,9 @@ def _write_database(path: Path, rng: random.Random) -> tuple[_Schema, dict[str, 
     finally:
         connection.close()
     values: dict[str, list[object]] = {
-        "category": sorted({e[2] for e in entities}),
+        "category": [*sorted({e[2] for e in entities})],
         "number": [e[3] for e in entities],
-        "city": sorted({o[2] for o in owners}),
+        "city": [*sorted({o[2] for o in owners})],
     }
     return schema, values
 
@@ -155,7 +155,9 @@ Template = Callable[[_Schema, dict[str, list[object]], random.Random], _Pair]
 
 def _count(s: _Schema, v: dict[str, list[object]], rng: random.Random) -> _Pair:
     t = s.entity[0]
-    return _Pair(f"How many {s.entity[1]} are there?", f"SELECT count(*) FROM {t}", f"SELECT count(*) FROM {s.owner[0]}")
+    return _Pair(
+        f"How many {s.entity[1]} are there?", f"SELECT count(*) FROM {t}", f"SELECT count(*) FROM {s.owner[0]}"
+    )
 
 
 def _filter(s: _Schema, v: dict[str, list[object]], rng: random.Random) -> _Pair:

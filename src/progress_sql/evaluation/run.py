@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.backends.base import GenerationConfig
+from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.tasks import Task
 from progress_sql.errors import DatasetError
@@ -17,7 +18,6 @@ from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
-from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import Preset, describe
 from progress_sql.execution.executor import ExecLimits
