@@ -4,7 +4,7 @@
 # scripts/verl_venv.sh builds it once, about 2 GB, and reuses it while constraints-verl.txt is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev trl skyrl export serve
+bash scripts/setup.sh dev trl skyrl export serve ray
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check src tests bench conftest.py
 .venv/bin/ruff format --check src tests bench conftest.py
