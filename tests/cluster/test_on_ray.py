@@ -19,6 +19,7 @@ from progress_sql.cli import app
 from progress_sql.cluster.shards import example_db_path
 from progress_sql.cluster.synthetic import SyntheticConfig, SyntheticDataset, generate_dataset
 from progress_sql.data.tasks import load_task
+from progress_sql.errors import DatasetError
 
 ray = pytest.importorskip("ray", reason="the cluster tests need the [ray] extra (scripts/test.sh installs it)")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -137,6 +138,31 @@ def test_databases_shipped_through_the_object_store_give_the_same_results(
         assert (here / "samples.jsonl").read_bytes() == (there / "samples.jsonl").read_bytes()
     suites = tmp_path / "build-suite"
     assert (suites / "here" / "manifest.json").read_bytes() == (suites / "ray" / "manifest.json").read_bytes()
+
+
+def _environment_of_each(items: list[str]) -> list[str | None]:
+    import os
+
+    return [os.environ.get("PROGRESS_SQL_SQLITE_IMMUTABLE") for _ in items]
+
+
+def _refuse(items: list[str]) -> list[str]:
+    raise DatasetError(f"bad shard of {len(items)}")
+
+
+def test_shards_see_the_drivers_sqlite_mode_and_their_own_errors_end_the_run(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
+
+    monkeypatch.setenv("PROGRESS_SQL_SQLITE_IMMUTABLE", "1")
+    items = [f"db{k % 7}" for k in range(30)]
+    with RayCluster(ClusterOptions(cluster.address, shard_items=5)) as on_ray:
+        run = on_ray.map(_environment_of_each, items, db_path=str)
+        assert run.results == ("1",) * 30
+        assert run.shards == 7  # one per database
+        with pytest.raises(DatasetError, match="bad shard"):  # the shard's own error, not retried
+            on_ray.map(_refuse, items, db_path=str)
 
 
 def test_a_node_killed_mid_run_loses_no_record_and_duplicates_none(dataset: SyntheticDataset, cluster: Cluster) -> None:

@@ -53,3 +53,17 @@ def test_the_command_line_writes_a_dataset_and_refuses_bad_sizes(
         main([str(tmp_path), "--databases", "0"])
     with pytest.raises(ConfigError):
         SyntheticConfig(flawed_share=2)
+
+
+def test_immutable_reads_are_asked_for_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PROGRESS_SQL_SQLITE_IMMUTABLE=1`` (network filesystems, docs/scaling.md): every opener reads the
+    database with immutable=1, and the results do not change."""
+    from progress_sql.data.introspect import IMMUTABLE_ENV, readonly_uri
+
+    dataset = generate_dataset(tmp_path, SyntheticConfig(databases=3, flawed_share=0.5))
+    examples = load_task(str(dataset.questions), None)
+    plain = [r.as_dict() for r in audit_examples(examples)]
+    assert readonly_uri(examples[0].db_path).endswith(".sqlite?mode=ro")
+    monkeypatch.setenv(IMMUTABLE_ENV, "1")
+    assert readonly_uri(examples[0].db_path).endswith("?mode=ro&immutable=1")
+    assert [r.as_dict() for r in audit_examples(examples)] == plain
