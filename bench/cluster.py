@@ -103,15 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cluster.wait_for_nodes()
                 with RayCluster(ClusterOptions(cluster.address)) as on_ray:
                     runs: dict[str, Callable[[], Any]] = {
-                        "audit": lambda: audit_examples(examples, workers=1, cluster=on_ray),  # noqa: B023
-                        "eval": lambda: evaluate_on_cluster(  # noqa: B023
-                            examples, answers, ShardedEval(preset, limits), on_ray
-                        )[0],
+                        "audit": lambda: audit_examples(examples, workers=1, cluster=on_ray),
+                        "eval": lambda: evaluate_on_cluster(examples, answers, ShardedEval(preset, limits), on_ray)[0],
                         "build-suite": lambda: build_suites(
                             jobs,
                             Path(work) / f"suite{nodes}",  # noqa: B023
                             suite_config,
-                            cluster=on_ray,  # noqa: B023
+                            cluster=on_ray,
                         ),
                     }
                     for name, run in runs.items():
