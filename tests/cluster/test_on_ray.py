@@ -122,6 +122,13 @@ def test_build_suite_on_two_nodes_gives_the_same_suites(
     assert files
     assert files == sorted(p.relative_to(there) for p in there.rglob("*.sqlite"))
     assert all((here / f).read_bytes() == (there / f).read_bytes() for f in files)
+    # and test-suite accuracy judged on the cluster (the suite folder read where the driver reads it)
+    argv = ["eval", "--task", str(dataset.questions), "--predictions", str(dataset.predictions), "--suite",
+            str(here), "--limit", "200", "--no-plots", "--json"]  # fmt: skip
+    judged_here, judged_there = _on_both(argv, tmp_path / "ts", cluster)
+    records = _sorted_records(judged_here / "samples.jsonl")
+    assert any(json.loads(line)["ts_match"] is not None for line in records)
+    assert records == _sorted_records(judged_there / "samples.jsonl")
 
 
 def test_databases_shipped_through_the_object_store_give_the_same_results(
