@@ -5,11 +5,15 @@ and duplicates none; databases shipped through the object store change nothing e
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -46,6 +50,23 @@ def cluster() -> Iterator[Cluster]:
     made.wait_for_nodes()
     yield made
     made.shutdown()
+
+
+def _kill_node(cluster: Cluster, node: Any) -> None:
+    """Kill a simulated node as a machine failure does: its worker processes (which would otherwise
+    finish their task and report it straight to the driver) and then its raylet and stores."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == raylet:  # a child of the node's raylet: one of its worker processes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+    cluster.remove_node(node, allow_graceful=False)
 
 
 def _cli(argv: list[str]) -> None:
@@ -186,7 +207,7 @@ def test_a_node_killed_mid_run_loses_no_record_and_duplicates_none(dataset: Synt
         done.append(count)
         if not killed.is_set():  # both nodes are busy now: the victim's running shard is lost with it
             killed.set()
-            cluster.remove_node(victim, allow_graceful=False)
+            _kill_node(cluster, victim)
 
     with RayCluster(ClusterOptions(cluster.address, shard_items=25)) as on_ray:
         run = on_ray.map(
