@@ -14,7 +14,7 @@ if [ "${#debian_packages[@]}" -gt 0 ]; then
     "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_packages[@]}" >/dev/null
 fi
-bash scripts/setup.sh dev trl skyrl export serve view-test engines
+bash scripts/setup.sh dev trl skyrl export serve view-test engines ray
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check src tests bench conftest.py
 .venv/bin/ruff format --check src tests bench conftest.py

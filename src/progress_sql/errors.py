@@ -22,3 +22,8 @@ class GoldQueryError(ProgressSQLError):
 
 class WorkerStartError(ProgressSQLError, RuntimeError):
     """An execution worker process cannot start: the machine's problem, never charged to a query."""
+
+
+class ClusterError(ProgressSQLError, RuntimeError):
+    """A cluster run cannot go on: Ray is absent or unreachable, or a shard was lost more times than
+    it may be retried (the message says which and why)."""

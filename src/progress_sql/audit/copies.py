@@ -8,7 +8,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from progress_sql.data.introspect import quote_identifier
+from progress_sql.data.introspect import quote_identifier, readonly_uri
 from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
 from progress_sql.types import Closing, ExecResult
 
@@ -22,7 +22,7 @@ def build_copy(source: Path, target: Path, order: str) -> None:
     """Write a copy of ``source`` to ``target`` with every table's rows inserted in ``order``."""
     connection = sqlite3.connect(target.resolve().as_uri(), uri=True, isolation_level=None)
     try:
-        connection.execute("ATTACH DATABASE ? AS src", (source.resolve().as_uri() + "?mode=ro",))
+        connection.execute("ATTACH DATABASE ? AS src", (readonly_uri(source),))
         entries = connection.execute(
             "SELECT type, name, sql FROM src.sqlite_master "
             "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND type != 'trigger' ORDER BY rowid"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from progress_sql.audit.catalogue import resolve_checks
 from progress_sql.audit.runner import DEFAULT_TIMEOUT_S, audit_examples
+from progress_sql.cluster.shards import ShardRunner
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.write import judge_write, run_write, write_job
 from progress_sql.registry import lookup
@@ -80,20 +81,26 @@ def apply_filter(
     workers: int = 1,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
+    cluster: ShardRunner | None = None,
 ) -> FilterOutcome:
     """Audit ``examples`` with the checks of filter set ``name`` and split them into kept and dropped.
 
     Unknown names raise ConfigError. Execution checks skip examples whose database is absent, so
     those examples are kept unless a static check of the set fires. The checks audit read golds; a
     write task (docs/tasks.md) is kept when its reference script runs on a copy of its database and
-    passes its own checks (:func:`write_reference_problem`), whatever the set.
+    passes its own checks (:func:`write_reference_problem`), whatever the set. With ``cluster`` the
+    audit runs on its nodes (:func:`~progress_sql.audit.runner.audit_examples`); the outcome is the same.
     """
     filter_set = lookup(FILTER_SETS, name, "filter set")
     if not filter_set.checks or not examples:
         return FilterOutcome(tuple(examples), ())
     names = {c.id: c.name for c in resolve_checks(filter_set.checks)}
     reads = [e for e in examples if e.write is None]
-    audited = iter(audit_examples(reads, filter_set.checks, workers=workers, timeout_s=timeout_s, progress=progress))
+    audited = iter(
+        audit_examples(
+            reads, filter_set.checks, workers=workers, timeout_s=timeout_s, progress=progress, cluster=cluster
+        )
+    )
     kept: list[Example] = []
     dropped: list[DroppedExample] = []
     for example in examples:

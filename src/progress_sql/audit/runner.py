@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from progress_sql.audit.catalogue import AuditFinding, Check, resolve_checks, shorten
 from progress_sql.audit.context import AuditContext, read_audit_profile
 from progress_sql.audit.copies import PerturbedCopies
+from progress_sql.cluster.shards import ShardRunner, example_db_path, relocate_example
 from progress_sql.execution.executor import ExecLimits, Executor
 from progress_sql.types import Example
 
@@ -114,12 +116,20 @@ def audit_examples(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
     scratch_dir: str | Path | None = None,
+    cluster: ShardRunner | None = None,
 ) -> list[AuditRecord]:
     """Audit every example with the named checks (all for None); one record per example, in order.
 
     ``scratch_dir`` is where the temporary copies go (the system's temporary folder by default).
+    With ``cluster`` the examples are sharded by database over its nodes, each shard audited there as
+    here with ``workers`` processes (docs/scaling.md); the records are the same.
     """
     ids = [c.id for c in resolve_checks(checks)]
+    if cluster is not None:
+        with _bar(progress, len(examples)) as advance:
+            shard = partial(_audit_shard, tuple(ids), workers, timeout_s)
+            run = cluster.map(shard, examples, db_path=example_db_path, relocate=relocate_example, progress=advance)
+        return list(run.results)
     limits = ExecLimits(timeout_s=timeout_s)
     groups = group_by_database(examples)
     scratch = None if scratch_dir is None else str(scratch_dir)
@@ -145,6 +155,11 @@ def audit_examples(
                     store(futures[future], future.result())
                     advance(len(futures[future]))
     return [r for r in records if r is not None]
+
+
+def _audit_shard(checks: Sequence[str], workers: int, timeout_s: float, examples: list[Example]) -> list[AuditRecord]:
+    """One cluster shard: the same audit as on one machine, on the node that runs it."""
+    return audit_examples(examples, checks, workers=workers, timeout_s=timeout_s)
 
 
 @contextmanager

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,6 +19,9 @@ from progress_sql.errors import ProgressSQLError
 from progress_sql.execution.compare import PRESETS
 from progress_sql.execution.engines.base import Engine
 from progress_sql.runfolder import RunFolder, Summary
+
+if TYPE_CHECKING:  # the cluster's runner imports Ray: only a --ray run loads it
+    from progress_sql.cluster.ray_runner import RayCluster
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -256,3 +260,58 @@ def backend_engine(backend_db: str | None) -> Engine:
     except ImportError as error:
         fail(f"--backend-db {engine.display_name} needs its driver (pip install 'progress-sql[engines]'): {error}")
     return engine
+
+
+RAY_HELP = (
+    "Run on a Ray cluster (needs the [ray] extra): auto joins the cluster this machine belongs to "
+    "(ray start), local starts Ray here for the run, or a cluster address (host:6379, ray://host:10001). "
+    "Work is sharded by database; --workers counts processes per shard (docs/scaling.md)."
+)
+RAY_DATABASES = ("shared", "object-store")
+
+
+def ray_option() -> Any:
+    """``--ray ADDRESS``: the same meaning in every command that has it; absent, Ray is never imported."""
+    return typer.Option(None, "--ray", metavar="auto|local|ADDRESS", help=RAY_HELP)
+
+
+def ray_databases_option() -> Any:
+    return typer.Option(
+        "shared",
+        "--ray-databases",
+        help="With --ray, how database files reach the nodes: shared (the same path on every node: a network "
+        "filesystem or bucket mount) or object-store (shipped through Ray's object store: small databases).",
+    )
+
+
+def resolve_shard_workers(workers: int, ray: str | None) -> int:
+    """``--workers`` as a process count: per shard with ``--ray`` (0: one), else :func:`resolve_workers`."""
+    if ray is None:
+        return resolve_workers(workers)
+    if workers < 0:
+        fail(f"--workers must be >= 0, got {workers}")
+    return max(1, workers)
+
+
+@contextmanager
+def cluster_for(address: str | None, databases: str, workers: int) -> Iterator[RayCluster | None]:
+    """The Ray cluster of ``--ray ADDRESS`` (None without it), left when the block ends; ``workers`` is
+    ``--workers`` as given: processes per shard, each shard reserving as many CPUs (0: one)."""
+    if address is None:
+        yield None
+        return
+    if databases not in RAY_DATABASES:
+        fail(f"--ray-databases must be one of {', '.join(RAY_DATABASES)}, got {databases!r}")
+    from rich.markup import escape
+
+    from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
+    from progress_sql.errors import ClusterError
+
+    try:
+        cluster = RayCluster(ClusterOptions(address, databases, max(1, workers)))  # type: ignore[arg-type]
+    except ClusterError as error:  # its text names the extra, [ray], which is not markup
+        fail(escape(str(error)))
+    try:
+        yield cluster
+    finally:
+        cluster.close()

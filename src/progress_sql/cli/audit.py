@@ -29,6 +29,8 @@ def audit_command(
     timeout: float = common.timeout_option("audit"),
     db: str | None = typer.Option(None, "--db", help="Audit only the examples of this database id."),
     as_json: bool = common.json_option(),
+    ray: str | None = common.ray_option(),
+    ray_databases: str = common.ray_databases_option(),
 ) -> None:
     """Audit gold queries with mechanical checks (read-only; perturbed copies are temporary)."""
     from progress_sql.audit.catalogue import resolve_checks
@@ -37,7 +39,7 @@ def audit_command(
     from progress_sql.data.tasks import load_task
 
     common.check_timeout(timeout)
-    processes = common.resolve_workers(workers)
+    processes = common.resolve_shard_workers(workers, ray)
     selected = resolve_checks(None if checks is None else [c for c in checks.split(",") if c.strip()])
     examples = load_task(task, data_dir)
     if db is not None:
@@ -46,9 +48,11 @@ def audit_command(
             common.fail(f"no example of {task} uses database {db!r}")
     common.prepare_out(out)
     started = time.perf_counter()
-    records = audit_examples(
-        examples, [c.id for c in selected], workers=processes, timeout_s=timeout, progress=not as_json
-    )
+    with common.cluster_for(ray, ray_databases, workers) as cluster:
+        records = audit_examples(
+            examples, [c.id for c in selected], workers=processes, timeout_s=timeout, progress=not as_json,
+            cluster=cluster,
+        )  # fmt: skip
     seconds = time.perf_counter() - started
     settings = {
         "task": task,
@@ -57,6 +61,7 @@ def audit_command(
         "db": db,
         "workers": workers or None,
         "timeout_s": timeout,
+        **({"ray": ray, "ray_databases": ray_databases} if ray is not None else {}),
     }
     results = summarize(records, selected)
     results |= {"task": task, "seconds": round(seconds, 1), "workers": processes, "timeout_s": timeout}

@@ -34,6 +34,8 @@ def build_suite_command(
     timeout: float = common.timeout_option("build-suite"),
     workers: int = common.workers_option(),
     json_output: bool = common.json_option(),
+    ray: str | None = common.ray_option(),
+    ray_databases: str = common.ray_databases_option(),
 ) -> None:
     """Build test suites for test-suite accuracy: fuzz, find neighbours, distil by set cover."""
     if pool < 0:
@@ -41,7 +43,7 @@ def build_suite_command(
     if max_dbs < 1:
         common.fail(f"--max-dbs must be >= 1 (the original database counts), got {max_dbs}")
     common.check_timeout(timeout)
-    processes = common.resolve_workers(workers)
+    processes = common.resolve_shard_workers(workers, ray)
     spec, examples = resolve_task(task, data_dir)
     chosen: str = preset or spec.preset
     get_preset(chosen)
@@ -60,7 +62,7 @@ def build_suite_command(
     with progress_bar("[bold]build-suite[/] {task.description}", console=common.stdout, quiet=json_output) as bar:
         job = bar.add_task(f"{len(jobs)} schemas, pool {pool}", total=len(jobs))
         judged = bar.add_task("fuzzed databases judged", total=len(jobs) * pool)
-        parallel = processes > 1 and len(jobs) > 1
+        parallel = (processes > 1 and len(jobs) > 1) or ray is not None
 
         def finished(suite: SchemaSuite) -> None:
             bar.update(job, advance=1, description=f"{suite.db_id} done ({len(suite.databases)} databases)")
@@ -72,12 +74,14 @@ def build_suite_command(
                 bar.advance(judged, 1)
 
         # an unreadable database raises a ProgressSQLError that names it
-        suites = build_suites(jobs, out, config, workers=processes, on_done=finished, on_step=step)
+        with common.cluster_for(ray, ray_databases, workers) as cluster:
+            suites = build_suites(jobs, out, config, workers=processes, on_done=finished, on_step=step, cluster=cluster)
     manifest = write_manifest(out, config, suites, package_versions())
     elapsed = time.perf_counter() - started
     summary = coverage_summary(suites)
     settings = {"task": task, "data_dir": str(data_dir) if data_dir else None, "db": list(db),
-                "workers": workers or None, **asdict(config)}  # fmt: skip
+                "workers": workers or None, **asdict(config),
+                **({"ray": ray, "ray_databases": ray_databases} if ray is not None else {})}  # fmt: skip
     results = {"coverage": summary, "elapsed_s": round(elapsed, 3), "missing": missing, "manifest": str(manifest)}
     run = RunSummary("build-suite", settings, results)
     report = basic_report(f"Test suites: {task}", run.to_dict(), results=results, notes=_notes(suites))

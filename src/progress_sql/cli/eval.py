@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -19,7 +20,14 @@ from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.bird import BIRD_VES_REPEATS
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import FORMATS, read_predictions
-from progress_sql.evaluation.run import EvalInputs, generate_samples, summarize_run, write_eval_run
+from progress_sql.evaluation.run import (
+    EvalInputs,
+    ShardedEval,
+    evaluate_on_cluster,
+    generate_samples,
+    summarize_run,
+    write_eval_run,
+)
 from progress_sql.evaluation.ves import measure_ves
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
@@ -89,10 +97,12 @@ def eval_command(
     backend_db: str | None = common.backend_db_option(),
     json_output: bool = common.json_option(),
     view: bool = common.view_option(),
+    ray: str | None = common.ray_option(),
+    ray_databases: str = common.ray_databases_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
     common.check_timeout(timeout)
-    processes = common.resolve_workers(workers)
+    processes = common.resolve_shard_workers(workers, ray)
     if sampling not in ("n", "separate"):
         common.fail(f"--sampling must be 'n' or 'separate', got {sampling!r}")
     if (predictions is None) == (backend is None):
@@ -145,6 +155,8 @@ def eval_command(
     engine = common.backend_engine(backend_db)
     if backend_db is not None and suite is not None:
         common.fail("--suite needs the SQLite files: it cannot be combined with --backend-db")
+    if backend_db is not None and ray is not None:
+        common.fail("--ray judges on the SQLite files: it cannot be combined with --backend-db")
     sample_lists: list[list[Sample]] = []
     generator = None
     if loaded is not None:
@@ -161,8 +173,10 @@ def eval_command(
     present = sum(Path(e.db_path).is_file() for e in examples)
     started = time.perf_counter()
     cache = GoldCache(cache_dir)
+    gold_cache = None
     with (
-        ExecutionPool(processes) as pool,
+        common.cluster_for(ray, ray_databases, workers) as cluster,
+        ExecutionPool(processes) if cluster is None else contextlib.nullcontext() as pool,
         progress_bar("[bold]eval[/] {task.description}", console=common.stdout, quiet=json_output) as bar,
     ):
         if generator is not None:
@@ -178,38 +192,57 @@ def eval_command(
                 )
             except Exception as error:  # a backend failure (network, model) ends the run with its message
                 common.fail(f"generation failed: {type(error).__name__}: {error}")
-        total = present * (1 + n)
-        job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
-        store = GoldStore(
-            chosen,
-            pool=pool,
-            limits=inputs.limits,
-            cache=cache,
-            suite=None if suite is None else suite_lookup(suite),
-            backend_db=backend_db,
-            odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name),
-        )
-        records = evaluate(
-            examples,
-            [items or [Sample(None)] for items in sample_lists],
-            store,
-            breakdown=spec.breakdown,
-            progress=lambda k: bar.advance(job, k),
-            with_soft_f1=with_bird,
-            preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
-        )
-        bar.update(job, completed=total)
-        if ves_repeats:
-            timed = sum(r.status == "scored" and r.match for r in records)
-            job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
-            records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
+        answers = [items or [Sample(None)] for items in sample_lists]
         contexts = []
-        if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
-            from progress_sql.view.context import example_contexts  # only with the page
+        if cluster is not None:  # judged on the cluster's nodes, shard by shard (progress: examples)
+            job = bar.add_task(f"{chosen.name} on {spec.name}, on Ray", total=len(examples))
+            sharded = ShardedEval(
+                chosen, inputs.limits, processes, None if cache_dir is None else str(cache_dir),
+                None if suite is None else str(suite), spec.breakdown, with_bird, ves_repeats,
+            )  # fmt: skip
+            records, gold_cache = evaluate_on_cluster(
+                examples, answers, sharded, cluster, lambda k: bar.advance(job, k)
+            )
+            if view:  # the page's questions, gold SQL and schema excerpts (read here; nothing runs)
+                from progress_sql.view.context import example_contexts  # only with the page
 
-            contexts = example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False)
+                with GoldStore(chosen, limits=inputs.limits) as schemas:
+                    contexts = example_contexts(
+                        examples, {r.index: r.sql for r in records}, schemas, with_results=False
+                    )
+        else:
+            assert isinstance(pool, ExecutionPool)
+            total = present * (1 + n)
+            job = bar.add_task(f"{chosen.name} on {spec.name}", total=total)
+            store = GoldStore(
+                chosen,
+                pool=pool,
+                limits=inputs.limits,
+                cache=cache,
+                suite=None if suite is None else suite_lookup(suite),
+                backend_db=backend_db,
+                odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name),
+            )
+            records = evaluate(
+                examples,
+                answers,
+                store,
+                breakdown=spec.breakdown,
+                progress=lambda k: bar.advance(job, k),
+                with_soft_f1=with_bird,
+                preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
+            )
+            bar.update(job, completed=total)
+            if ves_repeats:
+                timed = sum(r.status == "scored" and r.match for r in records)
+                job = bar.add_task(f"R-VES timing ({ves_repeats} repeats)", total=2 * ves_repeats * timed)
+                records = measure_ves(examples, records, store, ves_repeats, lambda k: bar.advance(job, k))
+            if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
+                from progress_sql.view.context import example_contexts  # only with the page
+
+                contexts = example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False)
     summary = summarize_run(
-        inputs, records, gold_cache={"hits": cache.hits, "misses": cache.misses},
+        inputs, records, gold_cache=gold_cache or {"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,
     )  # fmt: skip
     try:

@@ -14,6 +14,7 @@ import typer
 
 from progress_sql.audit.filters import FILTER_SETS, DroppedExample, apply_filter, write_dropped
 from progress_sql.cli import _common as common
+from progress_sql.cluster.shards import ShardRunner
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.errors import ConfigError
 from progress_sql.evaluation.run import engine_settings
@@ -32,11 +33,19 @@ from progress_sql.types import Example
 
 
 def _apply_filter(
-    examples: Sequence[Example], name: str, dropped_file: Path, *, workers: int, timeout_s: float
+    examples: Sequence[Example],
+    name: str,
+    dropped_file: Path,
+    *,
+    workers: int,
+    timeout_s: float,
+    cluster: ShardRunner | None = None,
 ) -> tuple[list[Example], tuple[DroppedExample, ...]]:
     """The gold-audit data filter ``name`` (the implementation ``train`` uses): the kept examples
     and the dropped ones (written to ``dropped_file``). ``none`` keeps everything."""
-    outcome = apply_filter(examples, name, workers=workers, timeout_s=timeout_s, progress=name != "none")
+    outcome = apply_filter(
+        examples, name, workers=workers, timeout_s=timeout_s, progress=name != "none", cluster=cluster
+    )
     if outcome.dropped:
         write_dropped(outcome, dropped_file)
     return list(outcome.kept), outcome.dropped
@@ -134,11 +143,13 @@ def export_command(
         False, "--offer-ask", help="Offer the <ask> action in the system prompt (docs/tasks.md); off: as before."
     ),
     as_json: bool = common.json_option(),
+    ray: str | None = common.ray_option(),
+    ray_databases: str = common.ray_databases_option(),
 ) -> None:
     """Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts)."""
     common.check_timeout(timeout)
     common.backend_engine(backend_db)
-    processes = common.resolve_workers(workers)
+    processes = common.resolve_shard_workers(workers, ray)
     fmt = get_format(fmt_name)
     if fmt.name == "verl" and out.suffix != ".parquet":
         raise ConfigError(f"verl reads parquet: give --out a .parquet name, not {out.name}")
@@ -151,7 +162,10 @@ def export_command(
         task, data_dir, questions, mix, allow_eval_overlap=allow_eval_overlap, eval_data_dirs=eval_data_dir
     )
     present = [example for _, example in drawn if Path(example.db_path).is_file()]
-    kept, dropped = _apply_filter(present, filter_name, dropped_path(out), workers=processes, timeout_s=timeout)
+    with common.cluster_for(ray, ray_databases, workers) as cluster:
+        kept, dropped = _apply_filter(
+            present, filter_name, dropped_path(out), workers=processes, timeout_s=timeout, cluster=cluster
+        )
     keep = set(kept)
     every = drawn
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
@@ -182,7 +196,8 @@ def export_command(
     write_json(manifest_path(out), manifest)
     if report_dir is not None:
         options = {"format": fmt.name, "out": str(out), "filter": filter_name, "workers": workers or None,
-                   "timeout_s": timeout, **settings}  # fmt: skip
+                   "timeout_s": timeout, **settings,
+                   **({"ray": ray, "ray_databases": ray_databases} if ray is not None else {})}  # fmt: skip
         results = {k: v for k, v in manifest.items() if k not in ("command", "settings", "versions")}
         run = RunSummary("export", options, results)
         report = basic_report(f"Export: {out.name}", run.to_dict(), results=results)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Mapping
@@ -122,6 +123,23 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+#: Set to ``1``, databases open with SQLite's ``immutable=1`` as well as read-only: no locks taken, no
+#: check for changes by other processes. For database files that never change while they are read on a
+#: network filesystem, where locks are slow or unsupported (docs/scaling.md); a Ray run forwards it to
+#: every shard.
+IMMUTABLE_ENV = "PROGRESS_SQL_SQLITE_IMMUTABLE"
+
+
+def readonly_uri(path: str | Path) -> str:
+    """The SQLite URI that opens ``path`` read-only (and immutable with ``PROGRESS_SQL_SQLITE_IMMUTABLE=1``).
+
+    >>> readonly_uri("/data/a b.sqlite")
+    'file:///data/a%20b.sqlite?mode=ro'
+    """
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    return uri + "&immutable=1" if os.environ.get(IMMUTABLE_ENV) == "1" else uri
+
+
 def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     """Open a SQLite file read-only for reading its schema or contents (never creating it);
     DatasetError when it is missing or cannot be opened. Invalid UTF-8 text reads as replacement
@@ -130,7 +148,7 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     if not path.is_file():
         raise DatasetError(f"database file not found: {path}")
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection = sqlite3.connect(readonly_uri(path), uri=True)
     except sqlite3.Error as error:
         raise DatasetError(f"cannot open database {path}: {error}") from error
     connection.text_factory = lambda raw: raw.decode("utf-8", errors="replace")

@@ -10,20 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.backends.base import GenerationConfig
+from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.tasks import Task
 from progress_sql.errors import DatasetError
 from progress_sql.evaluation.analysis import odt_config_version
-from progress_sql.evaluation.harness import EvalRecord, Sample
+from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
+from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import Preset, describe
 from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
 from progress_sql.sql.extract import extract
+from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Example, plain
 
 #: Conversations sent to a backend per call (progress is reported between calls).
@@ -264,3 +269,72 @@ def load_eval_run(path: Path) -> EvalRun:
     except (OSError, ValueError) as error:
         raise DatasetError(f"cannot read the run in {path}: {error}") from error
     return EvalRun(path, summary, samples)
+
+
+# ---- on a cluster ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedEval:
+    """What every cluster shard of an evaluation builds its own gold store from, and how it judges:
+    the same store and the same :func:`~progress_sql.evaluation.harness.evaluate` as one machine runs.
+    ``cache_dir`` and ``suite`` are paths every node reads (docs/scaling.md)."""
+
+    preset: Preset
+    limits: ExecLimits
+    workers: int = 1
+    cache_dir: str | None = None
+    suite: str | None = None
+    breakdown: Breakdown = "hardness"
+    with_soft_f1: bool = False
+    ves_repeats: int = 0
+
+
+def evaluate_on_cluster(
+    examples: Sequence[Example],
+    samples: Sequence[Sequence[Sample]],
+    settings: ShardedEval,
+    cluster: ShardRunner,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[EvalRecord], dict[str, int]]:
+    """:func:`~progress_sql.evaluation.harness.evaluate` (and R-VES when asked) sharded by database over
+    ``cluster``: the records, in order, and the gold cache's hits and misses over every shard.
+    ``progress(n)`` hears the examples of each finished shard."""
+    from functools import partial
+
+    from progress_sql.cluster.shards import relocate_example
+
+    pairs = [(example, list(items)) for example, items in zip(examples, samples, strict=True)]
+    run = cluster.map(
+        partial(_evaluate_shard, settings), pairs, db_path=_pair_db_path,
+        relocate=lambda pair, path: (relocate_example(pair[0], path), pair[1]), progress=progress,
+    )  # fmt: skip
+    return list(run.results), {"hits": run.counts.get("hits", 0), "misses": run.counts.get("misses", 0)}
+
+
+def _pair_db_path(pair: tuple[Example, list[Sample]]) -> str:
+    return pair[0].db_path
+
+
+#: The execution pool of this process's cluster shards, by size: started by the first shard a Ray
+#: worker process runs, reused by the next (a pool's start costs about half a second).
+_SHARD_POOLS: dict[int, ExecutionPool] = {}
+
+
+def _evaluate_shard(settings: ShardedEval, pairs: list[tuple[Example, list[Sample]]]) -> ShardOutput[EvalRecord]:
+    """One cluster shard: a gold store over this process's pool, then the same evaluation as here."""
+    from progress_sql.evaluation.ves import measure_ves
+
+    pool = _SHARD_POOLS.get(settings.workers)
+    if pool is None or pool.closed:
+        pool = _SHARD_POOLS[settings.workers] = ExecutionPool(settings.workers)
+    cache = GoldCache(settings.cache_dir)
+    suite = None if settings.suite is None else suite_lookup(settings.suite)
+    store = GoldStore(settings.preset, pool=pool, limits=settings.limits, cache=cache, suite=suite)
+    examples = [example for example, _ in pairs]
+    records = evaluate(
+        examples, [items for _, items in pairs], store, breakdown=settings.breakdown, with_soft_f1=settings.with_soft_f1
+    )
+    if settings.ves_repeats:
+        records = measure_ves(examples, records, store, settings.ves_repeats)
+    return ShardOutput(tuple(records), {"hits": cache.hits, "misses": cache.misses})

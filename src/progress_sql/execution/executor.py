@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from progress_sql.data.introspect import readonly_uri
 from progress_sql.types import ExecResult, Row
 
 _MIB = 2**20
@@ -130,7 +131,7 @@ def open_readonly(
     path = Path(db_path)
     if not path.is_file():
         raise sqlite3.OperationalError(f"database file not found: {path}")
-    uri = path.resolve().as_uri() + "?mode=ro"
+    uri = readonly_uri(path)
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only = ON")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import ray  # type: ignore[import-not-found]  # verl's stack, not in the type-checking environment
+import ray  # type: ignore[import-not-found, unused-ignore]  # verl's stack, not in the type-checking environment
 import transfer_queue as tq  # type: ignore[import-not-found]
 from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.v1 import PPOTrainerSync, register_trainer
