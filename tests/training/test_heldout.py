@@ -80,3 +80,10 @@ def test_rl_pool_is_unseen_by_the_warm_start_and_disjoint_from_its_heldout_set()
     families = {e.difficulty for e in pool.heldout}
     assert len(families) >= 5  # family-balanced, as far as the unseen pairs allow
     assert rl_pool(data, databases, seed=0, heldout_size=300) == pool  # deterministic for a seed
+    checked = rl_pool(data, databases, seed=0, heldout_size=300, validation_size=150)
+    assert checked.heldout == pool.heldout  # the held-out set is the same with or without a validation set
+    validation = {(e.db_id, " ".join(e.gold_sql.split())) for e in checked.validation}
+    assert len(checked.validation) == len(validation) == 150
+    prompts = {(e.db_id, " ".join(e.gold_sql.split())) for e in checked.prompts}
+    assert not validation & (held | prompts | seen)
+    assert prompts == sql - validation

@@ -145,6 +145,31 @@ def test_run_sft_reduces_the_loss(dataset: TemplateDataset, tokenizer: Any, torc
     assert rates[:4] == [2e-3] * 4
     assert rates[4:] == sorted(rates[4:], reverse=True)
     assert rates[-1] == pytest.approx(2e-3 * 0.25)
+    # EarlyStop: checked at steps 3, 5, 7...; reached at 5 (the model in eval mode during the check), then
+    # the rate falls linearly to zero over 4 more steps and the run ends, well before its budget
+    from progress_sql.training.sft import EarlyStop
+
+    asked: list[tuple[int, bool]] = []
+
+    def reached(step: int) -> bool:
+        asked.append((step, model.training))
+        return step >= 5
+
+    stopped: list[SftStep] = []
+    early = run_sft(
+        model, tokenizer, examples[:32], batch_size=8, max_steps=100, warmup=1, cooldown=0.25,
+        progress=stopped.append, stop=EarlyStop(reached, first=3, every=2, cooldown=4),
+    )  # fmt: skip
+    assert asked == [(3, False), (5, False)]
+    assert (early.steps, early.stopped_at_check) == (9, 5)
+    assert [s.lr for s in stopped][5:] == pytest.approx([2e-3 * f for f in (1.0, 0.75, 0.5, 0.25)])
+    never = run_sft(
+        model, tokenizer, examples[:32], batch_size=8, max_steps=6, warmup=1, cooldown=0.5,
+        stop=EarlyStop(lambda _step: False, first=2, every=2, cooldown=4),
+    )  # fmt: skip
+    assert (never.steps, never.stopped_at_check) == (6, None)  # never reached: the budget's own schedule
+    with pytest.raises(ValueError, match="EarlyStop needs"):
+        EarlyStop(reached, first=0, every=1, cooldown=1)
     timed = run_sft(model, tokenizer, examples, batch_size=16, max_steps=None, max_seconds=0.0)
     assert timed.steps == 0
     with pytest.raises(ValueError, match="max_steps or max_seconds"):

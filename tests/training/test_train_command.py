@@ -241,7 +241,8 @@ def test_the_embedded_default_keeps_its_measured_settings(tmp_path: Path, monkey
     from progress_sql.training.rl import trainer_args
 
     config = parsed_config(monkeypatch, ["--out", str(tmp_path)], "run_embedded")
-    assert (config.sft_steps, config.rl_prompts, config.rl.lora) == (600, 4000, None)
+    assert (config.sft_steps, config.sft_target, config.rl_prompts, config.rl.lora) == (1200, 0.35, 4000, None)
+    assert (config.sft_check_from, config.sft_check_every, config.sft_cooldown_steps) == (450, 50, 150)
     rl = config.rl
     assert (rl.steps, rl.prompts_per_step, rl.generations, rl.learning_rate, rl.temperature, rl.turns) == (
         300, 8, 8, 2e-4, 0.5, 2,

@@ -38,7 +38,7 @@ from progress_sql.cli._common import (
 from progress_sql.evaluation.run import engine_settings
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
-from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL
+from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL, SFT_STEPS, SFT_TARGET
 from progress_sql.training.rl import REPORT_BACKENDS, LoraSettings, RLSettings, world_rank
 
 _LORA = LoraSettings()
@@ -133,7 +133,15 @@ def train_command(
         help="Modules that get adapters, comma-separated (all-linear: every linear layer but the output head).",
     ),
     sft_steps: int = typer.Option(
-        600, "--sft-steps", help="Optimizer steps of the supervised warm start (a step budget: seeds reproduce)."
+        SFT_STEPS,
+        "--sft-steps",
+        help="Most optimizer steps of the supervised warm start (a step budget: seeds reproduce).",
+    ),
+    sft_target: float = typer.Option(
+        SFT_TARGET,
+        "--sft-target",
+        help="End the warm start (after a cool-down) once greedy EX on a validation set drawn from the RL pool "
+        "reaches this share; 0: run all --sft-steps with the fixed schedule.",
     ),
     task: str | None = task_option(required=False),
     data_dir: Path | None = data_dir_option(),
@@ -180,6 +188,7 @@ def train_command(
     embedded = model in EMBEDDED_SIZES
     config = TrainConfig(
         out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
+        sft_target=sft_target or None,
         threads=threads, data_filter=data_filter, allow_eval_overlap=allow_eval_overlap,
         eval_data_dirs=tuple(str(d) for d in eval_data_dir),
         rl_prompts=rl_prompts if rl_prompts is not None else (TrainConfig().rl_prompts if embedded else None),
@@ -214,6 +223,7 @@ def train_command(
         "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
+        "sft_target": sft_target or None,
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
         "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory, "suite": str(suite) if suite else None,
         "allow_eval_overlap": allow_eval_overlap,

@@ -30,7 +30,7 @@ from progress_sql.registry import lookup
 from progress_sql.rewards.ablations import get_ablation
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement
-from progress_sql.training.recipe import EMBEDDED_RL, Phase, TrainConfig
+from progress_sql.training.recipe import EMBEDDED_RL, SFT_STEPS, SFT_TARGET, Phase, TrainConfig
 from progress_sql.training.rl import RLSettings
 from progress_sql.types import plain
 
@@ -103,7 +103,8 @@ class AblateConfig:
     rl: RLSettings = field(default_factory=lambda: RLSettings(**EMBEDDED_RL))
     #: The base progressive reward the reward arms switch parts of off.
     progressive: ProgressiveConfig = field(default_factory=ProgressiveConfig)
-    sft_steps: int = 600
+    sft_steps: int = SFT_STEPS
+    sft_target: float | None = SFT_TARGET
     rl_prompts: int = 4000
     heldout_size: int = 150
     heldout_rl_size: int = 300
@@ -130,7 +131,7 @@ class AblateConfig:
             steps=3, prompts_per_step=4, generations=4, max_new_tokens=16, save_steps=1, learning_rate=2e-4,
             temperature=0.5,
         )  # fmt: skip
-        settings: dict[str, Any] = {"rl": rl, "sft_steps": 250, "rl_prompts": 16, "heldout_size": 8,
+        settings: dict[str, Any] = {"rl": rl, "sft_steps": 250, "sft_target": None, "rl_prompts": 16, "heldout_size": 8,
                                     "heldout_rl_size": 8}  # fmt: skip
         return cls(out=out, **(settings | overrides))
 
@@ -138,6 +139,7 @@ class AblateConfig:
         """The default run's configuration of ``seed`` (its data, warm start and RL base)."""
         return TrainConfig(
             out=self.out / f"seed-{seed}", rl=replace(self.rl, seed=seed), sft_steps=self.sft_steps,
+            sft_target=self.sft_target,
             rl_prompts=self.rl_prompts, heldout_size=self.heldout_size, heldout_rl_size=self.heldout_rl_size,
             seed=seed, threads=self.threads,
         )  # fmt: skip
@@ -354,7 +356,7 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
         base = config.train_config(seed)
         embedded = embedded_data(base)
         sets = {name: embedded.held_out[name] for name in HELDOUT_SETS}
-        model, tokenizer, result.sft[seed] = warm_start(base, embedded.data, phase)
+        model, tokenizer, result.sft[seed] = warm_start(base, embedded.data, phase, embedded.pool.validation)
         warm_file = base.out / "warm.json"
         if warm_file.is_file():
             result.warm[seed] = Measured.from_dict(json.loads(warm_file.read_text(encoding="utf-8")))

@@ -70,6 +70,11 @@ def default_rl_settings(model: str, **overrides: Any) -> RLSettings:
     return RLSettings(**(base | {k: v for k, v in overrides.items() if v is not None}))
 
 
+#: The embedded default's warm start: at most 1,200 steps, ending once validation EX reaches 0.35 (see
+#: :attr:`TrainConfig.sft_target`).
+SFT_STEPS = 1200
+SFT_TARGET = 0.35
+
 Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
 
@@ -81,9 +86,18 @@ class TrainConfig:
     model: str = "tiny"
     rl: RLSettings = field(default_factory=lambda: RLSettings(**EMBEDDED_RL))
     compare_reward: str | None = None
-    #: Optimizer steps of the supervised warm start: a step budget, so that a seed reproduces the run
-    #: on any machine (a time budget made the warm start depend on the machine's speed).
-    sft_steps: int = 600
+    #: Most optimizer steps of the supervised warm start: a step budget, so that a seed reproduces the
+    #: run on any machine (a time budget made the warm start depend on the machine's speed).
+    sft_steps: int = SFT_STEPS
+    #: The warm start ends (after a cool-down of ``sft_cooldown_steps``) once greedy EX on the RL pool's
+    #: validation set reaches this share, checked every ``sft_check_every`` steps from
+    #: ``sft_check_from``; None: the whole ``sft_steps`` budget with the fixed schedule. Why a target and
+    #: not a fixed budget: docs/architecture.md#the-supervised-warm-start-trainingsftpy.
+    sft_target: float | None = SFT_TARGET
+    sft_check_from: int = 450
+    sft_check_every: int = 50
+    sft_cooldown_steps: int = 150
+    sft_validation_size: int = 150
     #: Most distinct prompts RL may draw from (the embedded default's pool is the template pairs no
     #: supervised example and no held-out set uses); None: every training example (a real model's default).
     rl_prompts: int | None = 4000
@@ -116,6 +130,12 @@ class TrainConfig:
             raise ConfigError("LoRA is for a real model (--model): the embedded default trains every weight")
         if self.sft_steps < 1:
             raise ConfigError(f"sft_steps must be >= 1, got {self.sft_steps}")
+        if self.sft_target is not None and not 0 < self.sft_target <= 1:
+            raise ConfigError(f"sft_target must be in (0, 1], got {self.sft_target}")
+        if min(self.sft_check_from, self.sft_check_every, self.sft_cooldown_steps, self.sft_validation_size) < 1:
+            raise ConfigError(
+                "sft_check_from, sft_check_every, sft_cooldown_steps and sft_validation_size must be >= 1"
+            )
         if self.rl_prompts is not None and self.rl_prompts < 1:
             raise ConfigError(f"rl_prompts must be >= 1, got {self.rl_prompts}")
 
@@ -212,10 +232,19 @@ class RLPool:
 
     prompts: tuple[Example, ...]
     heldout: tuple[Example, ...]
+    #: Drawn like ``heldout`` and disjoint from both (by SQL): what the warm start checks its progress
+    #: on (:class:`progress_sql.training.sft.EarlyStop`), so the held-out sets stay untouched until scored.
+    validation: tuple[Example, ...] = ()
 
 
 def rl_pool(
-    data: TemplateDataset, databases: Mapping[str, Path], seed: int, heldout_size: int, *, paraphrases: bool = True
+    data: TemplateDataset,
+    databases: Mapping[str, Path],
+    seed: int,
+    heldout_size: int,
+    *,
+    paraphrases: bool = True,
+    validation_size: int = 0,
 ) -> RLPool:
     """Split the template pairs no supervised or held-out example uses into RL prompts and a
     same-kind held-out set (see :class:`RLPool`). Deterministic for a seed.
@@ -248,15 +277,21 @@ def rl_pool(
     for identity in sqls:
         first = unseen[identity][0]
         by_family.setdefault(first.difficulty or "", []).append(first)
-    heldout: list[Example] = []
-    while len(heldout) < heldout_size and any(by_family.values()):
-        for family in sorted(by_family):  # round-robin: every family as evenly as it can
-            if by_family[family] and len(heldout) < heldout_size:
-                heldout.append(by_family[family].pop())
-    chosen = {key(e.db_id, e.gold_sql) for e in heldout}
+
+    def draw(size: int) -> list[Example]:
+        drawn: list[Example] = []
+        while len(drawn) < size and any(by_family.values()):
+            for family in sorted(by_family):  # round-robin: every family as evenly as it can
+                if by_family[family] and len(drawn) < size:
+                    drawn.append(by_family[family].pop())
+        return drawn
+
+    heldout = draw(heldout_size)
+    validation = draw(validation_size)  # after the held-out set: that one is the same with or without it
+    chosen = {key(e.db_id, e.gold_sql) for e in [*heldout, *validation]}
     prompts = [e for i in sqls if i not in chosen for e in (unseen[i] if paraphrases else unseen[i][:1])]
     rng.shuffle(prompts)
-    return RLPool(tuple(prompts), tuple(heldout))
+    return RLPool(tuple(prompts), tuple(heldout), tuple(validation))
 
 
 def rl_prompts(fmt: CompactFormat, candidates: Sequence[Example], limit: int | None) -> list[tuple[str, Example]]:
@@ -303,7 +338,7 @@ def embedded_data(config: TrainConfig) -> EmbeddedData:
 
     databases = embedded_databases()
     data = build_dataset(databases, seed=config.seed, heldout_size=config.heldout_size)
-    pool = rl_pool(data, databases, config.seed, config.heldout_rl_size)
+    pool = rl_pool(data, databases, config.seed, config.heldout_rl_size, validation_size=config.sft_validation_size)
     held_out = {
         "heldout_new_combo": data.heldout_new_combo,
         "heldout_new_value": data.heldout_new_value,
@@ -318,11 +353,15 @@ def sft_checkpoint(out: Path) -> Path:
     return out / "checkpoints" / "sft"
 
 
-def warm_start(config: TrainConfig, data: TemplateDataset, phase: Phase) -> tuple[Any, Any, dict[str, Any]]:
+def warm_start(
+    config: TrainConfig, data: TemplateDataset, phase: Phase, validation: Sequence[Example] = ()
+) -> tuple[Any, Any, dict[str, Any]]:
     """The supervised warm start of the embedded default: ``(model, tokenizer, sft figures)``, read back
-    from ``config.out``'s checkpoint when it is there (figures with ``resumed``), else trained and saved."""
+    from ``config.out``'s checkpoint when it is there (figures with ``resumed``), else trained and saved.
+    With ``config.sft_target`` and a ``validation`` set it ends once greedy EX there reaches the target
+    (:class:`progress_sql.training.sft.EarlyStop`); the figures keep every check."""
     from progress_sql.training.model import build_model
-    from progress_sql.training.sft import run_sft, sft_examples
+    from progress_sql.training.sft import EarlyStop, run_sft, sft_examples
     from progress_sql.training.tokenizer import train_tokenizer
 
     fmt = CompactFormat()
@@ -335,11 +374,24 @@ def warm_start(config: TrainConfig, data: TemplateDataset, phase: Phase) -> tupl
     model = build_model(tokenizer, size=config.model, seed=config.seed)
     examples = sft_examples([*data.train, *data.real_train * 5], fmt, seed=config.seed)
     advance = phase("supervised warm start (steps)", config.sft_steps)
+    checks: list[dict[str, Any]] = []
+
+    def reached(step: int) -> bool:
+        accuracy = evaluate(model, tokenizer, fmt, {"validation": list(validation)})["validation"]
+        checks.append({"step": step, "validation_ex": round(accuracy.ex, 4)})
+        return accuracy.ex >= (config.sft_target or 0.0)
+
+    stop = None
+    if config.sft_target is not None and validation:
+        stop = EarlyStop(reached, config.sft_check_from, config.sft_check_every, config.sft_cooldown_steps)
     report = run_sft(
         model, tokenizer, examples, max_steps=config.sft_steps, max_seconds=None, seed=config.seed,
-        progress=lambda _step: advance(1),
+        progress=lambda _step: advance(1), stop=stop,
     )  # fmt: skip
-    sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
+    sft: dict[str, Any] = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss}
+    if stop is not None:
+        sft |= {"target": config.sft_target, "validation_size": len(validation), "checks": checks,
+                "stopped_at_check": report.stopped_at_check}  # fmt: skip
     model.save_pretrained(sft_dir)
     tokenizer.save_pretrained(sft_dir)
     (sft_dir / "sft.json").write_text(json.dumps(sft) + "\n", encoding="utf-8")
@@ -373,7 +425,7 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
     pool, held_out = embedded.pool, embedded.held_out
     result.data_sizes = embedded.sizes
     sft_dir = sft_checkpoint(out)
-    model, tokenizer, result.sft = warm_start(config, embedded.data, phase)
+    model, tokenizer, result.sft = warm_start(config, embedded.data, phase, embedded.pool.validation)
 
     advance = phase("EX before RL", 1)
     result.before_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)

@@ -181,9 +181,22 @@ def _sft_line(sft: dict[str, Any]) -> str:
     if not sft:
         return "None (a pretrained model)."
     reused = " (reused from the run folder's checkpoint)" if sft.get("resumed") else ""
+    checks = sft.get("checks") or []
+    stopping = ""
+    if checks:
+        curve = ", ".join(f"{c['step']}: {100 * c['validation_ex']:.1f}%" for c in checks)
+        ended = (
+            f"reached at step {sft['stopped_at_check']}, then a cool-down"
+            if sft.get("stopped_at_check") is not None
+            else "not reached: the whole budget ran"
+        )
+        stopping = (
+            f" Target {100 * sft['target']:.0f}% greedy EX on {sft['validation_size']} validation prompts of the RL "
+            f"pool: {ended} (checks, step: EX: {curve})."
+        )
     return (
         f"{sft.get('steps')} steps in {sft.get('seconds')} s, final loss {sft.get('final_loss', float('nan')):.4f}"
-        f"{reused}; half of the examples show a feedback turn before the final answer."
+        f"{reused}; half of the examples show a feedback turn before the final answer.{stopping}"
     )
 
 

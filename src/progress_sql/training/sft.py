@@ -260,6 +260,30 @@ class SftReport:
     losses: tuple[float, ...]
     examples: int
     epochs: float
+    #: The step whose check reached the target (the cool-down ran from there); None: the whole budget ran.
+    stopped_at_check: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStop:
+    """When :func:`run_sft` may end before its budget: ``reached(step)`` (the model in eval mode)
+    is asked at step ``first`` and every ``every`` steps after; once it returns True the learning
+    rate falls linearly to zero over ``cooldown`` more steps."""
+
+    reached: Callable[[int], bool]
+    first: int
+    every: int
+    cooldown: int
+
+    def __post_init__(self) -> None:
+        if self.first < 1 or self.every < 1 or self.cooldown < 1:
+            raise ValueError(
+                f"EarlyStop needs first, every and cooldown >= 1, got {self.first}, {self.every}, {self.cooldown}"
+            )
+
+    def due(self, step: int) -> bool:
+        """Whether the check runs after optimizer step ``step``."""
+        return step >= self.first and (step - self.first) % self.every == 0
 
 
 def _batch(rows: Sequence[tuple[list[int], list[int]]], pad: int) -> tuple[Any, Any, Any]:
@@ -325,12 +349,16 @@ def run_sft(
     max_length: int = 512,
     threads: int | None = 1,
     progress: Callable[[SftStep], None] | None = None,
+    stop: EarlyStop | None = None,
 ) -> SftReport:
     """Train ``model`` on ``examples`` with AdamW: linear warm-up, a constant ``lr``, then a linear
     decay to zero over the last ``cooldown`` share of the budget; ``max_steps`` optimizer steps (a
     step budget: a seed gives the same model on any machine), or fewer when ``max_seconds`` runs out.
-    Sequences longer than ``max_length`` tokens are skipped; the model is left in eval mode. Why the
-    defaults: docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
+    Sequences longer than ``max_length`` tokens are skipped; the model is left in eval mode. With
+    ``stop``, the budget is a ceiling: from ``stop.first`` every ``stop.every`` steps the model (in
+    eval mode) is checked, and once ``stop.reached`` says so the run cools down linearly to zero over
+    ``stop.cooldown`` more steps and ends. Why the defaults:
+    docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
     if max_steps is None and max_seconds is None:
         raise ValueError("run_sft needs max_steps or max_seconds")
     if not examples:
@@ -351,6 +379,8 @@ def run_sft(
     losses: list[float] = []
     batches: list[list[int]] = []
     step = 0
+    stop_at: int | None = None  # set when ``stop`` is reached: the step the cool-down ends at
+    stopped_from, stop_factor, factor = 0, 1.0, 1.0
     try:
         while max_steps is None or step < max_steps:
             if max_seconds is not None and time.perf_counter() - start >= max_seconds:
@@ -359,9 +389,15 @@ def run_sft(
                 batches = _epoch([len(ids) for ids, _ in rows], batch_size, rng)
             chosen = batches.pop()
             input_ids, labels, mask = _batch([rows[i] for i in chosen], pad)
-            current = lr * _lr_factor(
-                step, warmup, cooldown, _done(step, max_steps, time.perf_counter() - start, max_seconds)
-            )
+            if stop_at is not None and step >= stop_at:
+                break
+            if stop_at is None:
+                factor = _lr_factor(
+                    step, warmup, cooldown, _done(step, max_steps, time.perf_counter() - start, max_seconds)
+                )
+            else:  # cooling down from the check that reached the target: linear to zero at stop_at
+                factor = stop_factor * (stop_at - step) / (stop_at - stopped_from)
+            current = lr * factor
             for group in optimizer.param_groups:
                 group["lr"] = current
             loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
@@ -374,6 +410,13 @@ def run_sft(
             losses.append(value if math.isfinite(value) else float("nan"))
             if progress is not None:
                 progress(SftStep(step, value, time.perf_counter() - start, current))
+            if stop is not None and stop_at is None and stop.due(step):
+                model.eval()
+                reached = stop.reached(step)
+                model.train()
+                if reached:
+                    stopped_from, stop_factor = step, factor
+                    stop_at = step + stop.cooldown if max_steps is None else min(max_steps, step + stop.cooldown)
     finally:
         model.eval()
     tail = losses[-10:]
@@ -384,12 +427,14 @@ def run_sft(
         losses=tuple(losses),
         examples=len(rows),
         epochs=step * batch_size / len(rows),
+        stopped_at_check=stopped_from if stop_at is not None else None,
     )
 
 
 __all__ = [
     "CORRUPTIONS",
     "IGNORE_INDEX",
+    "EarlyStop",
     "SftExample",
     "SftReport",
     "SftStep",
