@@ -198,7 +198,7 @@ def eval_command(
             job = bar.add_task(f"{chosen.name} on {spec.name}, on Ray", total=len(examples))
             sharded = ShardedEval(
                 chosen, inputs.limits, processes, None if cache_dir is None else str(cache_dir),
-                None if suite is None else str(suite), spec.breakdown, with_bird, ves_repeats,
+                None if suite is None else str(suite), spec.breakdown, with_bird, ves_repeats, PREVIEW_ROWS,
             )  # fmt: skip
             records, gold_cache = evaluate_on_cluster(
                 examples, answers, sharded, cluster, lambda k: bar.advance(job, k)

@@ -288,6 +288,8 @@ class ShardedEval:
     breakdown: Breakdown = "hardness"
     with_soft_f1: bool = False
     ves_repeats: int = 0
+    #: First rows of the gold's and the answer's results kept in each record (``evaluate``'s ``preview_rows``).
+    preview_rows: int = 0
 
 
 def evaluate_on_cluster(
@@ -333,7 +335,12 @@ def _evaluate_shard(settings: ShardedEval, pairs: list[tuple[Example, list[Sampl
     store = GoldStore(settings.preset, pool=pool, limits=settings.limits, cache=cache, suite=suite)
     examples = [example for example, _ in pairs]
     records = evaluate(
-        examples, [items for _, items in pairs], store, breakdown=settings.breakdown, with_soft_f1=settings.with_soft_f1
+        examples,
+        [items for _, items in pairs],
+        store,
+        breakdown=settings.breakdown,
+        with_soft_f1=settings.with_soft_f1,
+        preview_rows=settings.preview_rows,
     )
     if settings.ves_repeats:
         records = measure_ves(examples, records, store, settings.ves_repeats)
