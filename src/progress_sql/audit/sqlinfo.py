@@ -1,9 +1,6 @@
-"""Facts about a gold query's syntax tree that several checks need: a column's table and SQLite
-affinity, the ORDER BY keys of a query level and a query that returns them.
-
->>> affinity("VARCHAR(20)"), affinity("int"), affinity("number"), affinity(""), affinity("double")
-('TEXT', 'INTEGER', 'NUMERIC', 'BLOB', 'REAL')
-"""
+"""Facts about a gold query's syntax tree that several checks need: a column's table, the ORDER BY
+keys of a query level and a query that returns them (a column's SQLite affinity:
+:func:`progress_sql.sql.affinity.sqlite_affinity`)."""
 
 from __future__ import annotations
 
@@ -15,20 +12,6 @@ from progress_sql.data.introspect import ColumnInfo, DatabaseProfile
 
 #: Prefix of the ORDER BY key columns appended to a query (see :func:`keyed_query`).
 KEY_PREFIX = "audit_key_"
-
-
-def affinity(declared: str) -> str:
-    """SQLite's column affinity for a declared type (section 3.1 of its datatype documentation)."""
-    text = declared.upper()
-    if "INT" in text:
-        return "INTEGER"
-    if any(word in text for word in ("CHAR", "CLOB", "TEXT")):
-        return "TEXT"
-    if not text or "BLOB" in text:
-        return "BLOB"
-    if any(word in text for word in ("REAL", "FLOA", "DOUB")):
-        return "REAL"
-    return "NUMERIC"
 
 
 def level_tables(select: exp.Select) -> dict[str, str]:

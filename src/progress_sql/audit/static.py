@@ -9,7 +9,8 @@ from sqlglot import exp
 
 from progress_sql.audit.catalogue import check, shorten
 from progress_sql.audit.context import AuditContext
-from progress_sql.audit.sqlinfo import affinity, int_literal, is_aggregate_level, resolve_column, selects
+from progress_sql.audit.sqlinfo import int_literal, is_aggregate_level, resolve_column, selects
+from progress_sql.sql.affinity import sqlite_affinity
 
 #: Widest result the catalogue considers well specified (G21).
 MAX_WIDTH = 8
@@ -183,7 +184,7 @@ def _integer(node: exp.Expr, ctx: AuditContext) -> bool:
         return node.to.is_type(*exp.DataType.INTEGER_TYPES)
     if isinstance(node, exp.Column):
         resolved = resolve_column(node, ctx.profile)
-        return resolved is not None and affinity(resolved[1].declared) in ("INTEGER", "NUMERIC")
+        return resolved is not None and sqlite_affinity(resolved[1].declared) in ("integer", "numeric")
     return False
 
 

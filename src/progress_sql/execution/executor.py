@@ -12,10 +12,10 @@ import re
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from progress_sql.data.introspect import readonly_uri
 from progress_sql.types import ExecResult, Row
@@ -150,6 +150,46 @@ def open_readonly(
     return conn
 
 
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_Connection = TypeVar("_Connection", bound=_Closeable)
+
+
+class OpenConnections(Generic[_Connection]):
+    """The connections a runner keeps open between statements, by key (a location and limits); beyond
+    ``most`` of them, the least recently used one is closed."""
+
+    def __init__(self, most: int) -> None:
+        self._open: OrderedDict[Hashable, _Connection] = OrderedDict()
+        self._most = most
+
+    def get(self, key: Hashable) -> _Connection | None:
+        """The open connection under ``key`` (now the most recently used), or None."""
+        conn = self._open.get(key)
+        if conn is not None:
+            self._open.move_to_end(key)
+        return conn
+
+    def add(self, key: Hashable, conn: _Connection) -> _Connection:
+        """Keep ``conn`` under ``key`` (closing the least recently used one beyond ``most``); returns it."""
+        self._open[key] = conn
+        if len(self._open) > self._most:
+            _, oldest = self._open.popitem(last=False)
+            oldest.close()
+        return conn
+
+    def forget(self, key: Hashable) -> None:
+        """Stop keeping the connection under ``key`` (closing it is the caller's business)."""
+        self._open.pop(key, None)
+
+    def close(self) -> None:
+        for conn in self._open.values():
+            conn.close()
+        self._open.clear()
+
+
 class Executor:
     """Runs statements in this process, reusing a few read-only connections per database file.
 
@@ -158,26 +198,17 @@ class Executor:
     """
 
     def __init__(self, max_connections: int = 16, pragmas: tuple[str, ...] = ()) -> None:
-        self._connections: OrderedDict[tuple[str, ExecLimits], sqlite3.Connection] = OrderedDict()
-        self._max_connections = max_connections
+        self._connections: OpenConnections[sqlite3.Connection] = OpenConnections(max_connections)
         self._pragmas = pragmas
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        self._connections.close()
 
     def _connection(self, db_path: str | Path, limits: ExecLimits) -> sqlite3.Connection:
         key = (str(db_path), limits)
         conn = self._connections.get(key)
-        if conn is not None:
-            self._connections.move_to_end(key)
-            return conn
-        conn = open_readonly(db_path, limits, self._pragmas)
-        self._connections[key] = conn
-        if len(self._connections) > self._max_connections:
-            _, oldest = self._connections.popitem(last=False)
-            oldest.close()
+        if conn is None:
+            conn = self._connections.add(key, open_readonly(db_path, limits, self._pragmas))
         return conn
 
     def run(self, db_path: str | Path, sql: str, limits: ExecLimits = DEFAULT_LIMITS) -> ExecResult:
@@ -253,7 +284,7 @@ def _run_on(
             return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
         if isinstance(error, MemoryError):
             return ExecResult("error", error="out of memory", elapsed_s=elapsed)
-        return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+        return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
     finally:
         conn.set_progress_handler(None, 0)
     return ExecResult(
@@ -265,6 +296,7 @@ def _run_on(
     )
 
 
-def _message(error: BaseException) -> str:
+def error_message(error: BaseException) -> str:
+    """An error as a result's ``error`` text: its message (else its class name), at most 500 characters."""
     text = str(error).strip() or type(error).__name__
     return text[:500]

@@ -82,16 +82,11 @@ def declared_class(declared: str) -> Portable:
     >>> declared_class("VARCHAR(20)"), declared_class("int"), declared_class("DOUBLE"), declared_class("")
     ('text', 'integer', 'real', 'blob')
     """
-    upper = declared.upper()
-    if "INT" in upper:
-        return "integer"
-    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
-        return "text"
-    if not upper or "BLOB" in upper:
-        return "blob"
-    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
-        return "real"
-    return "real" if any(word in upper for word in ("DECIMAL", "NUMERIC")) else "text"
+    affinity = sqlite_affinity(declared)
+    if affinity != "numeric":
+        return affinity
+    # numeric affinity: a DECIMAL / NUMERIC column holds numbers; others (DATE, BOOLEAN...) often text
+    return "real" if any(word in declared.upper() for word in ("DECIMAL", "NUMERIC")) else "text"
 
 
 def portable_class(declared: str, stored: Iterable[str]) -> tuple[Portable, str]:

@@ -23,23 +23,29 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from progress_sql.data.schema import Schema
 from progress_sql.odt.build import odt_of
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.tags import TAG_ORDER, Finding
 from progress_sql.sql.lexical import jaccard
-from progress_sql.sql.parse import DEFAULT_DIALECT, MAX_SQL_CHARS, ParseFailure, ast_depth, paren_depth, strip_sql
+from progress_sql.sql.parse import (
+    DEFAULT_DIALECT,
+    MAX_AST_DEPTH,
+    MAX_SQL_CHARS,
+    ParseFailure,
+    ast_depth,
+    paren_depth,
+    parse_statements,
+    strip_sql,
+)
 
 if TYPE_CHECKING:  # diagnose dispatches write references here: it imports this module
     from progress_sql.odt.diagnose import Diagnosis
 
 DmlKind = Literal["insert", "update", "delete", "other"]
 _KINDS: dict[type[exp.Expr], DmlKind] = {exp.Insert: "insert", exp.Update: "update", exp.Delete: "delete"}
-_MAX_AST_DEPTH = 200
 #: Where the findings of an INSERT's source query are located (feedback: "the INSERT ... SELECT").
 SOURCE_STEP = "insert_source"
 
@@ -111,17 +117,12 @@ def parse_script(sql: str, dialect: str = DEFAULT_DIALECT) -> tuple[exp.Expr, ..
         return ParseFailure("empty SQL")
     if len(text) > MAX_SQL_CHARS or paren_depth(text) > 100:
         return ParseFailure("SQL too long or nested too deeply to analyse")
-    try:
-        statements = tuple(s for s in sqlglot.parse(text, read=dialect) if s is not None)
-    except SqlglotError as error:
-        return ParseFailure(f"syntax error: {str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}")
-    except RecursionError:
-        return ParseFailure("SQL nested too deeply to parse")
-    except Exception as error:  # untrusted input: a parser bug must not crash a reward loop
-        return ParseFailure(f"parser failure ({type(error).__name__})")
-    if not statements or any(ast_depth(s) > _MAX_AST_DEPTH for s in statements):
+    statements = parse_statements(text, dialect)
+    if isinstance(statements, ParseFailure):
+        return statements
+    if not statements or any(ast_depth(s) > MAX_AST_DEPTH for s in statements):
         return ParseFailure("no statement" if not statements else "syntax tree too deep")
-    return statements
+    return tuple(statements)
 
 
 @lru_cache(maxsize=4096)

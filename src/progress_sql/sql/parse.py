@@ -104,20 +104,28 @@ def parse_sql(
         return ParseFailure(f"SQL longer than {max_chars} characters ({len(text)})")
     if paren_depth(text) > max_paren_depth:
         return ParseFailure(f"parentheses nested deeper than {max_paren_depth}")
-    try:
-        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
-    except SqlglotError as error:
-        return ParseFailure(f"syntax error: {_first_line(error)}")
-    except RecursionError:
-        return ParseFailure("SQL nested too deeply to parse")
-    except Exception as error:  # untrusted input: a parser bug must not crash a reward loop
-        return ParseFailure(f"parser failure ({type(error).__name__}): {_first_line(error)}")
+    statements = parse_statements(text, dialect)
+    if isinstance(statements, ParseFailure):
+        return statements
     if len(statements) != 1:
         return ParseFailure(f"expected exactly one statement, found {len(statements)}")
     tree = statements[0]
     if ast_depth(tree) > max_ast_depth:
         return ParseFailure(f"syntax tree deeper than {max_ast_depth}")
     return tree
+
+
+def parse_statements(text: str, dialect: str = DEFAULT_DIALECT) -> list[exp.Expr] | ParseFailure:
+    """Every statement of ``text`` (stripped and checked against the size limits by the caller), or
+    why sqlglot could not parse it: its errors, and its bugs, are values."""
+    try:
+        return [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+    except SqlglotError as error:
+        return ParseFailure(f"syntax error: {_first_line(error)}")
+    except RecursionError:
+        return ParseFailure("SQL nested too deeply to parse")
+    except Exception as error:  # untrusted input: a parser bug must not crash a reward loop
+        return ParseFailure(f"parser failure ({type(error).__name__}): {_first_line(error)}")
 
 
 def _first_line(error: BaseException) -> str:

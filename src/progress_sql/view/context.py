@@ -65,29 +65,13 @@ def example_contexts(
     for example in examples:
         sql = predicted.get(example.index)
         if not Path(example.db_path).is_file():
-            contexts.append(
-                ExampleContext(
-                    example.index,
-                    example.db_id,
-                    example.question,
-                    example.gold_sql,
-                    sql,
-                    {},
-                    None,
-                    None,
-                    "database absent",
-                )
-            )
+            contexts.append(_without_database(example, sql, "database absent"))
             continue
         try:
             schema = store.schema(example.db_path)
             prepared = store.prepare(example)
         except DatasetError as error:  # an unreadable database: the page says so
-            contexts.append(
-                ExampleContext(
-                    example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None, str(error)
-                )
-            )
+            contexts.append(_without_database(example, sql, str(error)))
             continue
         names = list(dict.fromkeys(tables_named(example.gold_sql, list(schema.tables)) +
                                    tables_named(sql, list(schema.tables))))  # fmt: skip
@@ -113,3 +97,8 @@ def write_contexts(out: Path, contexts: Sequence[ExampleContext]) -> Path:
     """``out/examples.jsonl``; returns its path (OSError propagates)."""
     out.mkdir(parents=True, exist_ok=True)
     return write_jsonl(out / CONTEXT_FILE, contexts)
+
+
+def _without_database(example: Example, sql: str | None, why: str) -> ExampleContext:
+    """The context of an example whose database cannot be read: no tables, no results, the reason."""
+    return ExampleContext(example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None, why)

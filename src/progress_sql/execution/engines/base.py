@@ -1,5 +1,6 @@
 """What every execution engine provides (:class:`Engine`), the per-process runner it makes
-(:class:`EngineRunner`), and the value conversions the engines share: every engine hands back
+(:class:`EngineRunner`), what the server engines' runners share (a timer at the deadline, fetching
+under the caps), and the value conversions the engines share: every engine hands back
 SQLite's value classes (``int | float | str | bytes | None``) so that one comparison preset judges a
 result the same way whatever engine produced it (docs/semantics.md#engines-and-normalisation)."""
 
@@ -7,14 +8,18 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.types import ExecResult, SQLValue
+from progress_sql.types import ExecResult, Row, SQLValue
 
 EngineName = Literal["sqlite", "postgresql", "duckdb"]
 ENGINE_NAMES: tuple[EngineName, ...] = ("sqlite", "postgresql", "duckdb")
+#: Rows per fetch from a driver's cursor.
+FETCH_ROWS = 1_000
 
 
 class EngineRunner(Protocol):
@@ -110,3 +115,42 @@ def plain_value(value: Any) -> SQLValue:
     if isinstance(value, uuid.UUID):
         return str(value)
     return str(value)  # lists, structs, JSON, intervals: their text
+
+
+def fetch_capped(cursor: Any, limits: ExecLimits, rows: list[Row]) -> bool:
+    """Append a driver cursor's rows, as SQLite values and :data:`FETCH_ROWS` at a time, to ``rows``
+    (the caller's list: it empties it on an error, freeing the memory at once); True when the row or
+    byte cap cut them short."""
+    size = 0
+    while True:
+        batch = cursor.fetchmany(FETCH_ROWS)
+        if not batch:
+            return False
+        for raw in batch:
+            row = tuple(plain_value(v) for v in raw)
+            for value in row:
+                size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
+            if len(rows) >= limits.max_rows or size > limits.max_bytes:
+                return True
+            rows.append(row)
+
+
+class Deadline:
+    """A timer that calls ``interrupt`` (the driver's cancel) ``seconds`` after :meth:`start` and
+    remembers that it did (``fired``): how a server engine's runner tells a timeout from an error."""
+
+    def __init__(self, seconds: float, interrupt: Callable[[], object]) -> None:
+        self.fired = threading.Event()
+
+        def fire() -> None:
+            self.fired.set()
+            interrupt()
+
+        self._timer = threading.Timer(seconds, fire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()

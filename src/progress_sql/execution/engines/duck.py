@@ -8,21 +8,17 @@ row and byte caps; the pool's worker processes around it all."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from progress_sql.execution.engines.base import EngineName, EngineRunner, plain_value
-from progress_sql.execution.executor import ExecLimits, statement_gate
+from progress_sql.execution.engines.base import Deadline, EngineName, EngineRunner, fetch_capped
+from progress_sql.execution.executor import ExecLimits, OpenConnections, error_message, statement_gate
 from progress_sql.types import ExecResult, Row
 
 _SCHEME = "duckdb:"
 _SUFFIXES = (".duckdb", ".ddb")
-#: Rows per fetch.
-FETCH_ROWS = 1_000
 
 
 def duckdb_path(location: str) -> str:
@@ -89,29 +85,21 @@ class DuckdbRunner:
         import duckdb
 
         self._duckdb = duckdb
-        self._connections: OrderedDict[tuple[str, int], Any] = OrderedDict()
-        self._max_connections = max_connections
+        self._connections: OpenConnections[Any] = OpenConnections(max_connections)
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        self._connections.close()
 
     def _connection(self, path: str, limits: ExecLimits) -> Any:
         key = (path, limits.memory_bytes)
         conn = self._connections.get(key)
         if conn is not None:
-            self._connections.move_to_end(key)
             return conn
         if not Path(path).is_file():
             raise FileNotFoundError(f"database file not found: {path}")
         conn = self._duckdb.connect(path, read_only=True, config=safe_config(limits))
         conn.execute("SET lock_configuration = true")
-        self._connections[key] = conn
-        if len(self._connections) > self._max_connections:
-            _, oldest = self._connections.popitem(last=False)
-            oldest.close()
-        return conn
+        return self._connections.add(key, conn)
 
     def _refusal(self, conn: Any, sql: str) -> str | None:
         """Why ``sql`` may not run: the shared gate, then DuckDB's own parse of it."""
@@ -133,56 +121,30 @@ class DuckdbRunner:
         try:
             conn = self._connection(path, limits)
         except (duckdb.Error, OSError) as error:
-            return ExecResult("error", error=f"cannot open database: {_message(error)}")
-        fired = threading.Event()
-
-        def interrupt() -> None:
-            fired.set()
-            conn.interrupt()
-
-        timer = threading.Timer(limits.timeout_s, interrupt)
-        timer.daemon = True
+            return ExecResult("error", error=f"cannot open database: {error_message(error)}")
+        deadline = Deadline(limits.timeout_s, conn.interrupt)
         rows: list[Row] = []
-        columns: tuple[str, ...] = ()
-        truncated = False
         try:
             refusal = self._refusal(conn, sql)
             if refusal is not None:
                 return ExecResult("error", error=refusal, elapsed_s=time.perf_counter() - start)
-            timer.start()
+            deadline.start()
             cursor = conn.execute(sql)
             columns = tuple(d[0] for d in cursor.description or ())
-            size = 0
-            while not truncated:
-                batch = cursor.fetchmany(FETCH_ROWS)
-                if not batch:
-                    break
-                for raw in batch:
-                    row = tuple(plain_value(v) for v in raw)
-                    for value in row:
-                        size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
-                    if len(rows) >= limits.max_rows or size > limits.max_bytes:
-                        truncated = True
-                        break
-                    rows.append(row)
+            truncated = fetch_capped(cursor, limits, rows)
         except (duckdb.Error, ValueError, OverflowError, UnicodeError, RuntimeError) as error:
             rows.clear()
             elapsed = time.perf_counter() - start
-            if fired.is_set() or isinstance(error, duckdb.InterruptException):
+            if deadline.fired.is_set() or isinstance(error, duckdb.InterruptException):
                 return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
             if isinstance(error, duckdb.OutOfMemoryException):
                 return ExecResult("error", error="out of memory", elapsed_s=elapsed)
-            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+            return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
         except MemoryError:
             rows.clear()
             return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
         finally:
-            timer.cancel()
+            deadline.cancel()
         return ExecResult(
             "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
         )
-
-
-def _message(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text[:500]

@@ -13,19 +13,16 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from progress_sql.execution.engines.base import EngineName, EngineRunner, plain_value
-from progress_sql.execution.executor import ExecLimits, statement_gate
+from progress_sql.execution.engines.base import Deadline, EngineName, EngineRunner, fetch_capped
+from progress_sql.execution.executor import ExecLimits, OpenConnections, error_message, statement_gate
 from progress_sql.types import ExecResult, Row
 
 #: The comment ``progress-sql port-db`` puts on each schema it fills: the content digest follows.
 CONTENT_COMMENT = "progress-sql content sha256:"
-#: Rows per FETCH from the server-side cursor.
-FETCH_ROWS = 1_000
 #: Seconds a connection attempt may take.
 CONNECT_TIMEOUT_S = 10
 _SCHEMES = ("postgresql://", "postgres://")
@@ -132,21 +129,17 @@ class PostgresRunner:
         import psycopg
 
         self._psycopg = psycopg
-        self._connections: OrderedDict[tuple[str, int], Any] = OrderedDict()
-        self._max_connections = max_connections
+        self._connections: OpenConnections[Any] = OpenConnections(max_connections)
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        self._connections.close()
 
     def _connection(self, location: str, limits: ExecLimits) -> Any:
         key = (location, limits.memory_bytes)
         conn = self._connections.get(key)
         if conn is not None and not conn.closed and not conn.broken:
-            self._connections.move_to_end(key)
             return conn
-        self._connections.pop(key, None)
+        self._connections.forget(key)
         conninfo, schema = split_location(location)
         conn = _connect(conninfo, autocommit=True)
         try:
@@ -156,11 +149,7 @@ class PostgresRunner:
             raise
         conn.read_only = True  # psycopg opens every transaction with BEGIN READ ONLY from now on
         conn.autocommit = False
-        self._connections[key] = conn
-        if len(self._connections) > self._max_connections:
-            _, oldest = self._connections.popitem(last=False)
-            oldest.close()
-        return conn
+        return self._connections.add(key, conn)
 
     def _configure(self, conn: Any, schema: str | None, limits: ExecLimits) -> None:
         psycopg = self._psycopg
@@ -190,54 +179,33 @@ class PostgresRunner:
         try:
             conn = self._connection(location, limits)
         except psycopg.Error as error:
-            return ExecResult("error", error=f"cannot open database: {_message(error)}")
-        fired = threading.Event()
-
-        def cancel() -> None:
-            fired.set()
-            conn.cancel_safe()
-
-        timer = threading.Timer(limits.timeout_s, cancel)
-        timer.daemon = True
+            return ExecResult("error", error=f"cannot open database: {error_message(error)}")
+        deadline = Deadline(limits.timeout_s, conn.cancel_safe)
         rows: list[Row] = []
-        columns: tuple[str, ...] = ()
-        truncated = False
         try:
-            timer.start()
+            deadline.start()
             conn.execute(f"SET LOCAL statement_timeout = {max(1, int(limits.timeout_s * 1000))}")
             with conn.cursor(name="progress_sql_query") as cursor:
                 cursor.execute(sql)  # untrusted text by design
                 columns = tuple(d.name for d in cursor.description or ())
-                size = 0
-                while not truncated:
-                    batch = cursor.fetchmany(FETCH_ROWS)
-                    if not batch:
-                        break
-                    for raw in batch:
-                        row = tuple(plain_value(v) for v in raw)
-                        for value in row:
-                            size += len(value) if value.__class__ is str or value.__class__ is bytes else 8
-                        if len(rows) >= limits.max_rows or size > limits.max_bytes:
-                            truncated = True
-                            break
-                        rows.append(row)
+                truncated = fetch_capped(cursor, limits, rows)
         except psycopg.errors.QueryCanceled as error:
             rows.clear()
             elapsed = time.perf_counter() - start
-            if fired.is_set() or "statement timeout" in str(error):
+            if deadline.fired.is_set() or "statement timeout" in str(error):
                 return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
-            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+            return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
         except (psycopg.Error, ValueError, OverflowError, UnicodeError) as error:
             rows.clear()
             elapsed = time.perf_counter() - start
             if isinstance(error, psycopg.errors.OutOfMemory):
                 return ExecResult("error", error="out of memory", elapsed_s=elapsed)
-            return ExecResult("error", error=_message(error), elapsed_s=elapsed)
+            return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
         except MemoryError:
             rows.clear()
             return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
         finally:
-            timer.cancel()
+            deadline.cancel()
             self._end_transaction(location, limits, conn)
         return ExecResult(
             "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
@@ -247,10 +215,5 @@ class PostgresRunner:
         try:
             conn.rollback()  # nothing the query did (a set_config, a lock) outlives it
         except self._psycopg.Error:
-            self._connections.pop((location, limits.memory_bytes), None)
+            self._connections.forget((location, limits.memory_bytes))
             conn.close()
-
-
-def _message(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text[:500]
