@@ -379,11 +379,13 @@ class TrlRollout:
 RewardFunc = Callable[..., list[float]]
 
 
-def component_names(reward: str) -> tuple[str, ...]:
-    """The component names of a registered reward (scored on an empty trajectory), then the task
-    terms that write tasks and ambiguous questions add (``rewards/tasks.py``; 0 where absent)."""
+def component_names(reward: str, *, task_terms: bool = True) -> tuple[str, ...]:
+    """The component names of a registered reward (scored on an empty trajectory), then (with
+    ``task_terms``) the terms that write tasks and ambiguous questions add (``rewards/tasks.py``; 0
+    where absent)."""
     breakdown = get_reward(reward).score(Trajectory(()), RewardContext(""))
-    return (*(name for name, _ in breakdown.components), *TERM_COMPONENTS)
+    own = tuple(name for name, _ in breakdown.components)
+    return (*own, *TERM_COMPONENTS) if task_terms else own
 
 
 def component_reward_funcs(reward: str) -> list[RewardFunc]:

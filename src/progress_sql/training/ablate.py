@@ -302,7 +302,7 @@ def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measu
     metrics = _step_logs(folder / "rl" / "metrics.jsonl")
     late_keys = sorted({k for m in metrics for k in m if k.startswith("trajectory/late_at_first_correct/")})
     progressive = settings.env_config().progressive
-    components = list(component_names(settings.reward))
+    components = list(component_names(settings.reward, task_terms=False))  # the arm's own reward
     # run_rl sets the group size and temperature itself: the preset's own values would mislead here
     trainer = {
         k: v for k, v in trainer_preset(settings.preset).settings.items() if k not in ("num_generations", "temperature")
