@@ -48,17 +48,9 @@ def safe_config(limits: ExecLimits) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class DuckdbEngine:
-    @property
-    def name(self) -> EngineName:
-        return "duckdb"
-
-    @property
-    def display_name(self) -> str:
-        return "DuckDB"
-
-    @property
-    def dialect(self) -> str:
-        return "duckdb"
+    name: EngineName = "duckdb"
+    display_name: str = "DuckDB"
+    dialect: str = "duckdb"
 
     def claims(self, location: str) -> bool:
         return location.startswith(_SCHEME) or location.lower().endswith(_SUFFIXES)

@@ -68,17 +68,9 @@ def schema_digest(conn: Any, schema: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PostgresEngine:
-    @property
-    def name(self) -> EngineName:
-        return "postgresql"
-
-    @property
-    def display_name(self) -> str:
-        return "PostgreSQL"
-
-    @property
-    def dialect(self) -> str:
-        return "postgres"
+    name: EngineName = "postgresql"
+    display_name: str = "PostgreSQL"
+    dialect: str = "postgres"
 
     def claims(self, location: str) -> bool:
         return location.startswith(_SCHEMES)

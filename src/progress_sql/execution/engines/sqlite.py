@@ -12,17 +12,9 @@ from progress_sql.execution.executor import Executor
 
 @dataclass(frozen=True, slots=True)
 class SqliteEngine:
-    @property
-    def name(self) -> EngineName:
-        return "sqlite"
-
-    @property
-    def display_name(self) -> str:
-        return "SQLite"
-
-    @property
-    def dialect(self) -> str:
-        return "sqlite"
+    name: EngineName = "sqlite"
+    display_name: str = "SQLite"
+    dialect: str = "sqlite"
 
     def claims(self, location: str) -> bool:
         return True  # the fallback: every location no other engine claims is a SQLite file
