@@ -29,6 +29,7 @@ from progress_sql.evaluation.run import (
     write_eval_run,
 )
 from progress_sql.evaluation.ves import measure_ves
+from progress_sql.execution.analysis import AnalysisPool
 from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
@@ -177,6 +178,7 @@ def eval_command(
     with (
         common.cluster_for(ray, ray_databases, workers) as cluster,
         ExecutionPool(processes) if cluster is None else contextlib.nullcontext() as pool,
+        AnalysisPool(processes) if cluster is None else contextlib.nullcontext() as analysis,
         progress_bar("[bold]eval[/] {task.description}", console=common.stdout, quiet=json_output) as bar,
     ):
         if generator is not None:
@@ -222,6 +224,7 @@ def eval_command(
                 suite=None if suite is None else suite_lookup(suite),
                 backend_db=backend_db,
                 odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name),
+                analysis=analysis,
             )
             records = evaluate(
                 examples,

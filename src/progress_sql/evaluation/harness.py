@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,7 @@ from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import write_job
 from progress_sql.odt import diagnose
+from progress_sql.odt.diagnose import Diagnosis
 from progress_sql.odt.tags import Finding
 from progress_sql.sql.hardness import hardness
 from progress_sql.types import Example, ExecResult, ResultPreview, Verdict, WriteSpec
@@ -114,28 +116,35 @@ def evaluate(
     for example, items in present:
         if not items:
             raise ValueError(f"example {example.index} has no samples")
-    golds = store.prepare_many([e for e, _ in present], progress)
+    for example, _ in present:
+        store.schema(example.db_path)  # an unreadable database fails here, before anything runs
     runner = _Runner(store, progress)
     prepared = [
         [None if s.sql is None else s.sql if e.write is not None else store.preset.prepare_pred(s.sql) for s in items]
         for e, items in present
     ]
-    runner.run(
-        [
-            (store.location(e), sql, e.write)
-            for (e, _), sqls in zip(present, prepared, strict=True)
-            for sql in sqls
-            if sql is not None
-        ]
-    )
+    answers = [
+        (store.location(e), sql, e.write)
+        for (e, _), sqls in zip(present, prepared, strict=True)
+        for sql in sqls
+        if sql is not None
+    ]
+    # The answers' queries share the pool with the golds' from the start; the ODT analysis runs in
+    # the store's analysis processes (when it has them) meanwhile.
+    with ThreadPoolExecutor(1, thread_name_prefix="answers") as background:
+        answers_run = background.submit(runner.run, answers)
+        golds = store.prepare_many([e for e, _ in present], progress)
+        early = _diagnose_beside(present, golds, store)
+        answers_run.result()
 
     records: dict[int, EvalRecord] = {}
     pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
+    diagnosed = early()
     for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
         results = [
             None if sql is None else runner.results[(store.location(example), sql, example.write)] for sql in sqls
         ]
-        record = _judge_example(example, items, results, gold, store, breakdown)
+        record = _judge_example(example, items, results, gold, store, breakdown, diagnosed.get(example.index))
         if with_soft_f1:
             record = replace(record, soft_f1=_soft_f1(record, results, gold))
         if preview_rows > 0:
@@ -167,6 +176,23 @@ class _Runner:
         self.results.update(zip(unique, ran, strict=True))
 
 
+def _diagnose_beside(
+    present: Sequence[tuple[Example, Sequence[Sample]]], golds: Sequence[PreparedGold], store: GoldStore
+) -> Callable[[], dict[int, Diagnosis]]:
+    """With the store's analysis processes, the diagnoses of the answers that need no result to be
+    chosen (the only sample of their example), computed there while the caller runs the queries;
+    by example index. Without them, none (each answer is diagnosed when it is judged)."""
+    if store.analysis is None:
+        return dict
+    chosen = [
+        (example.index, items[0].sql or "", gold.reference)
+        for (example, items), gold in zip(present, golds, strict=True)
+        if len(items) == 1 and gold.error is None
+    ]
+    later = store.analysis.diagnoses([(sql, reference) for _, sql, reference in chosen], store.odt)
+    return lambda: {index: diagnosis for (index, _, _), diagnosis in zip(chosen, later(), strict=True)}
+
+
 def _base_record(example: Example, gold: PreparedGold | None, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
     level_hardness = gold.hardness if gold is not None else hardness(example.gold_sql)
     return EvalRecord(
@@ -188,8 +214,10 @@ def _judge_example(
     gold: PreparedGold,
     store: GoldStore,
     breakdown: Breakdown,
+    diagnosis: Diagnosis | None = None,
 ) -> EvalRecord:
-    """One present example: its answer (the only sample or the vote's choice), judged and diagnosed."""
+    """One present example: its answer (the only sample or the vote's choice), judged and diagnosed
+    (``diagnosis``: the answer's, computed already)."""
     formats = [s.format_ok for s in items]
     format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
     base = replace(_base_record(example, gold, store, breakdown), samples=len(items), format_ok_samples=format_count,
@@ -202,7 +230,8 @@ def _judge_example(
     vote = majority_vote(example.gold_sql, results if example.write is None else _check_results(verdicts),
                          store.preset)  # fmt: skip
     chosen = vote.chosen if vote.chosen is not None else 0
-    diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
+    if diagnosis is None:
+        diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
     return replace(
         _with_answer(base, verdicts[chosen], vote),
         sql=items[chosen].sql,

@@ -52,14 +52,17 @@ def normalize_sql(sql: str) -> str:
     return "".join(parts).strip().rstrip(";").strip()
 
 
-def cache_key(db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits) -> str:
+def cache_key(
+    db_path: str | Path, sql: str, preset: Mapping[str, Any], limits: ExecLimits, *, content: str | None = None
+) -> str:
     """The key of one gold result: the engine and the database's content identity (a file's digest,
     re-validated by stat on every call; a PostgreSQL schema's recorded digest), the SQL, the preset
-    and the limits."""
+    and the limits. ``content``: that identity, already read (a batch reads it once per database)."""
     from progress_sql.execution.engines import engine_of  # the engines' SQLite module uses file_digest
 
     engine = engine_of(str(db_path))
-    return _key(engine.name, engine.content_identity(str(db_path)), sql, json.dumps(preset, sort_keys=True), limits)
+    identity = content if content is not None else engine.content_identity(str(db_path))
+    return _key(engine.name, identity, sql, json.dumps(preset, sort_keys=True), limits)
 
 
 @lru_cache(maxsize=65_536)

@@ -18,6 +18,7 @@ import sqlglot
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
+from progress_sql.execution.analysis import AnalysisPool, prepare_reference
 from progress_sql.execution.cache import GoldCache, cache_key, file_digest
 from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.engines import engine_of, locate
@@ -26,13 +27,11 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.port import column_types
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import judge_write, write_gold_problem, write_job
-from progress_sql.odt.build import odt_of
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.diagnose import GoldReference
 from progress_sql.sql.affinity import TypedColumns
-from progress_sql.sql.hardness import Hardness, hardness, hardness_of
-from progress_sql.sql.lexical import bigrams
-from progress_sql.sql.normalize import parse_for_odt, transpile_sql
+from progress_sql.sql.hardness import Hardness, hardness
+from progress_sql.sql.normalize import transpile_sql
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Closing, Example, ExecResult, Verdict
 
@@ -120,14 +119,19 @@ def gold_results(
     (``schema_of(db_path)`` resolves SQLite's double-quoted tokens, ``types_of(db_path)`` gives the
     column types the affinity conversions need)."""
     described = describe(preset)
+    contents: dict[str, str] = {}  # each database's content identity, read once for the batch
     keyed: list[list[tuple[str, str, str]]] = []  # per example: (key, location, sql)
     for example in examples:
         location = locate(backend_db, example.db_id, example.db_path)
-        dialect = engine_of(location).dialect
+        engine = engine_of(location)
+        dialect = engine.dialect
         schema = schema_of(example.db_path) if schema_of is not None and dialect != DEFAULT_DIALECT else None
         types = types_of(example.db_path) if types_of is not None and dialect != DEFAULT_DIALECT else None
         queries = [engine_sql(sql, dialect, schema, types) for sql in preset.gold_queries(example.gold_sql)]
-        keyed.append([(cache_key(location, sql, described, limits), location, sql) for sql in queries])
+        if location not in contents:
+            contents[location] = engine.content_identity(location)
+        content = contents[location]
+        keyed.append([(cache_key(location, sql, described, limits, content=content), location, sql) for sql in queries])
     found: dict[str, ExecResult] = {}
     missing: dict[str, ExecJob] = {}
     for entries in keyed:
@@ -186,23 +190,14 @@ def reference_key(db_path: str, sql: str, config: OdtConfig) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
-    """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
-    statement = parse_for_odt(sql, schema, dialect=config.dialect)
-    tree = statement if isinstance(statement, ParseFailure) else odt_of(statement, schema)
-    if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
-        level = hardness(sql)
-    else:
-        level = None if isinstance(statement, ParseFailure) else hardness_of(statement)
-    return GoldReference(sql, tree, bigrams(sql), schema), level
-
-
 class GoldStore(Closing):
     """Per-process, thread-safe store of per-example and per-database preparation, shared by every
     environment, evaluator and trainer adapter of a process. Each (database, gold SQL) is prepared
     once; each database's schema once, and its rendered DDL once per schema profile.
 
-    Without ``pool`` the store starts (and :meth:`close` stops) a one-worker pool of its own.
+    Without ``pool`` the store starts (and :meth:`close` stops) a one-worker pool of its own. With
+    ``analysis`` the golds' ODT references of a batch (:meth:`prepare_many`) are built in its processes
+    while their queries run in the pool; the caller can diagnose answers there too (``eval`` does).
     """
 
     def __init__(
@@ -215,6 +210,7 @@ class GoldStore(Closing):
         odt: OdtConfig | None = None,
         suite: SuiteLookup | None = None,
         backend_db: str | None = None,
+        analysis: AnalysisPool | None = None,
     ) -> None:
         if backend_db is not None and suite is not None:
             raise ConfigError("test suites are SQLite databases: a suite cannot be used with a backend database")
@@ -228,6 +224,7 @@ class GoldStore(Closing):
         self.cache = cache if cache is not None else GoldCache()
         self.odt = odt if odt is not None else OdtConfig()
         self.suite = suite
+        self.analysis = analysis
         self._golds: _Once[tuple[str, str], PreparedGold] = _Once()
         self._schemas: _Once[str, Schema] = _Once()
         self._types: _Once[str, TypedColumns] = _Once()
@@ -241,13 +238,39 @@ class GoldStore(Closing):
 
     def prepare_many(self, examples: Sequence[Example], progress: Progress | None = None) -> list[PreparedGold]:
         """:meth:`prepare` for many examples, with the golds not prepared yet run in one batch through
-        the pool (``progress`` advances once per execution)."""
+        the pool (``progress`` advances once per execution); with :attr:`analysis` their references
+        are built there meanwhile."""
         todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
         for example in todo:
             self.schema(example.db_path)  # a missing database fails here, before anything runs
-        for example, results in zip(todo, self.gold_results(todo, progress), strict=True):
-            self._golds.get(_gold_key(example), partial(self._build, example, results))
+        references = self._references_beside(todo)
+        results = self.gold_results(todo, progress)
+        for example, result, reference in zip(todo, results, references(), strict=True):
+            self._golds.get(_gold_key(example), partial(self._build, example, result, reference))
         return [self.prepare(example) for example in examples]
+
+    def _references_beside(
+        self, examples: Sequence[Example]
+    ) -> Callable[[], list[tuple[GoldReference, Hardness | None] | None]]:
+        """The golds' references, built in :attr:`analysis` (those the cache's directory does not hold)
+        while the caller goes on; without an analysis pool, None for each (built on demand)."""
+        if self.analysis is None or not examples:
+            return lambda: [None] * len(examples)
+        wanted = [(e.db_path, self.gold_sql(e), self.schema(e.db_path)) for e in examples]
+        found = [self._stored_reference(db_path, sql, schema) for db_path, sql, schema in wanted]
+        missing = [i for i, reference in enumerate(found) if reference is None]
+        later = self.analysis.references([(wanted[i][1], wanted[i][2]) for i in missing], self.odt)
+
+        def collect() -> list[tuple[GoldReference, Hardness | None] | None]:
+            for i, built in zip(missing, later(), strict=True):
+                db_path, sql, schema = wanted[i]
+                reference, level = built
+                reference = GoldReference(sql, reference.tree, reference.grams, schema)  # this store's schema
+                self._store_reference(db_path, sql, reference, level)
+                found[i] = (reference, level)
+            return list(found)
+
+        return collect
 
     def require(self, example: Example) -> PreparedGold:
         """:meth:`prepare`, raising :class:`GoldQueryError` when the gold cannot be used (what an
@@ -281,11 +304,16 @@ class GoldStore(Closing):
         written = iter(self.pool.run_many(jobs, on_result=tick) if jobs else [])
         return [next(read) if e.write is None else (next(written),) for e in examples]
 
-    def _build(self, example: Example, results: tuple[ExecResult, ...] | None) -> PreparedGold:
+    def _build(
+        self,
+        example: Example,
+        results: tuple[ExecResult, ...] | None,
+        built: tuple[GoldReference, Hardness | None] | None = None,
+    ) -> PreparedGold:
         schema = self.schema(example.db_path)  # first: a missing database is a DatasetError, not a run
         if results is None:
             results = self.gold_results([example])[0]
-        reference, level = self._reference(example.db_path, self.gold_sql(example), schema)
+        reference, level = built or self._reference(example.db_path, self.gold_sql(example), schema)
         if self.odt.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator: the SQLite gold
             level = hardness(example.gold_sql)
         problem = gold_problem(results) if example.write is None else write_gold_problem(example.write, results[0])
@@ -306,16 +334,25 @@ class GoldStore(Closing):
         """:func:`prepare_reference` of the gold ``sql`` (in its engine's dialect), read from the cache's
         directory when an earlier run stored it (``eval --cache-dir``): the tree, bigrams and hardness
         are kept, the schema is this store's."""
-        if self.cache.directory is None:
-            return prepare_reference(sql, schema, self.odt)
-        key = reference_key(db_path, sql, self.odt)
-        stored = self.cache.get_reference(key)
+        stored = self._stored_reference(db_path, sql, schema)
         if stored is not None:
-            tree, grams, level = stored
-            return GoldReference(sql, tree, grams, schema), level
+            return stored
         reference, level = prepare_reference(sql, schema, self.odt)
-        self.cache.put_reference(key, (reference.tree, reference.grams, level))
+        self._store_reference(db_path, sql, reference, level)
         return reference, level
+
+    def _stored_reference(self, db_path: str, sql: str, schema: Schema) -> tuple[GoldReference, Hardness | None] | None:
+        if self.cache.directory is None:
+            return None
+        stored = self.cache.get_reference(reference_key(db_path, sql, self.odt))
+        if stored is None:
+            return None
+        tree, grams, level = stored
+        return GoldReference(sql, tree, grams, schema), level
+
+    def _store_reference(self, db_path: str, sql: str, reference: GoldReference, level: Hardness | None) -> None:
+        if self.cache.directory is not None:
+            self.cache.put_reference(reference_key(db_path, sql, self.odt), (reference.tree, reference.grams, level))
 
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:

@@ -39,8 +39,9 @@ DEFAULT_START_TIMEOUT_S = 60.0
 #: which runs threads, is never forked. ``spawn`` where fork servers do not exist.
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 #: What the fork server imports before it forks workers: the main script, as spawn would in each
-#: worker (so the ``__main__`` guard still matters, see :data:`GUARD_HINT`), and the worker's module.
-FORKSERVER_PRELOAD = ("__main__", "progress_sql.execution.worker")
+#: worker (so the ``__main__`` guard still matters, see :data:`GUARD_HINT`), the worker's module and
+#: the ODT analysis processes' module (execution/analysis.py, forked from the same server).
+FORKSERVER_PRELOAD = ("__main__", "progress_sql.execution.worker", "progress_sql.execution.analysis")
 #: A worker that dies while running a query is replaced and the query rerun once: the first death may
 #: be the machine's (a kill from outside, an OOM killer aiming elsewhere); a second is the query's own.
 ATTEMPTS_PER_JOB = 2
@@ -48,6 +49,21 @@ GUARD_HINT = (
     "worker processes (or the fork server they start from) re-import the main script, so a script that "
     'uses the execution pool must run that code under `if __name__ == "__main__":`'
 )
+
+
+def start_worker_server() -> None:
+    """Start the fork server that workers are forked from, if it is not running (it returns at once):
+    its imports then overlap the caller's work until the first batch starts workers. A pool starts it
+    when made; a command that will make one can start it earlier (the CLI does before importing the
+    command's module). A no-op where workers are spawned."""
+    if DEFAULT_START_METHOD == "forkserver":
+        _ensure_fork_server()
+
+
+def _ensure_fork_server() -> None:
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(FORKSERVER_PRELOAD))  # before it starts
+    multiprocessing.forkserver.ensure_running()
+
 
 OnStart = Callable[[int, int], None]  # (job index, worker pid)
 OnResult = Callable[[int, ExecResult], None]
@@ -198,10 +214,7 @@ class ExecutionPool(Closing):
         # multi-threaded process can deadlock the child. The fork server is single-threaded.
         context = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
-            context.set_forkserver_preload(list(FORKSERVER_PRELOAD))  # takes effect when it first starts
-            # Start the server now (it returns at once): its imports overlap the caller's work until
-            # the first batch starts workers.
-            multiprocessing.forkserver.ensure_running()
+            _ensure_fork_server()
         self._workers = [_Worker(context, memory_bytes, start_timeout_s) for _ in range(count)]
         self._margin = kill_margin_s
         # Idle workers: a thread holds one only while it has a job to run on it. Last in, first out,

@@ -35,6 +35,8 @@ def tokens(sql: str) -> Iterator[tuple[str, str]]:
 
 def strip_distinct(sql: str) -> str:
     """Drop every ``DISTINCT`` keyword token (any case), as the Spider evaluator does by default."""
+    if "distinct" not in sql.lower():  # most queries: nothing to tokenize
+        return sql
     return "".join(text for kind, text in tokens(sql) if not (kind == "word" and text.lower() == "distinct"))
 
 
@@ -44,6 +46,8 @@ def first_statement(sql: str) -> str:
     The Spider evaluator strips DISTINCT through ``sqlparse.parse(sql)[0]``, which keeps only the
     first statement; reproducing its verdicts needs the same truncation.
     """
+    if ";" not in sql:
+        return sql
     out: list[str] = []
     for kind, text in tokens(sql):
         out.append(text)

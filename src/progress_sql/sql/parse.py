@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 DEFAULT_DIALECT = "sqlite"
@@ -119,13 +121,19 @@ def parse_statements(text: str, dialect: str = DEFAULT_DIALECT) -> list[exp.Expr
     """Every statement of ``text`` (stripped and checked against the size limits by the caller), or
     why sqlglot could not parse it: its errors, and its bugs, are values."""
     try:
-        return [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+        return [s for s in sqlglot.parse(text, read=_dialect(dialect)) if s is not None]
     except SqlglotError as error:
         return ParseFailure(f"syntax error: {_first_line(error)}")
     except RecursionError:
         return ParseFailure("SQL nested too deeply to parse")
     except Exception as error:  # untrusted input: a parser bug must not crash a reward loop
         return ParseFailure(f"parser failure ({type(error).__name__}): {_first_line(error)}")
+
+
+@cache
+def _dialect(name: str) -> Dialect:
+    """One instance per dialect name (sqlglot would build one per parse; parsing leaves it unchanged)."""
+    return Dialect.get_or_raise(name)
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,0 +1,111 @@
+"""ODT analysis in processes: the gold references and the answers' diagnoses of a batch, the CPU-bound
+half of judging it, computed beside the SQL workers instead of after them in the caller's thread
+(a thread would hold the GIL that the pool's threads need to feed the workers). docs/semantics.md.
+
+The processes are forked from the execution workers' fork server, which preloads this module (and so
+the ODT and sqlglot): they start in milliseconds. Every result is what the same call in the caller
+gives; a batch whose process died is computed in the caller instead (nothing is lost).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+from progress_sql.data.schema import Schema
+from progress_sql.execution.pool import DEFAULT_START_METHOD, start_worker_server
+from progress_sql.odt.build import odt_of
+from progress_sql.odt.config import OdtConfig
+from progress_sql.odt.diagnose import Diagnosis, GoldReference, diagnose
+from progress_sql.sql.hardness import Hardness, hardness, hardness_of
+from progress_sql.sql.lexical import bigrams
+from progress_sql.sql.normalize import parse_for_odt
+from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
+from progress_sql.types import Closing
+
+_T = TypeVar("_T")
+_A = TypeVar("_A")
+Later = Callable[[], list[_T]]
+"""A batch being computed: calling it waits for every result, in input order."""
+
+#: Items per task sent to a process: small enough to balance the processes, large enough that a
+#: task's pickling and round trip stay a small part of it.
+CHUNK = 64
+
+
+def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
+    """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
+    statement = parse_for_odt(sql, schema, dialect=config.dialect)
+    tree = statement if isinstance(statement, ParseFailure) else odt_of(statement, schema)
+    if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
+        level = hardness(sql)
+    else:
+        level = None if isinstance(statement, ParseFailure) else hardness_of(statement)
+    return GoldReference(sql, tree, bigrams(sql), schema), level
+
+
+def _references(
+    golds: Sequence[tuple[str, Schema | None]], config: OdtConfig
+) -> list[tuple[GoldReference, Hardness | None]]:
+    return [prepare_reference(sql, schema, config) for sql, schema in golds]
+
+
+def _diagnoses(answers: Sequence[tuple[str, GoldReference]], config: OdtConfig) -> list[Diagnosis]:
+    return [diagnose(sql, reference, config=config) for sql, reference in answers]
+
+
+class AnalysisPool(Closing):
+    """``processes`` processes that build gold references and diagnose answers, a batch at a time.
+
+    Usage::
+
+        with AnalysisPool(2) as analysis:
+            later = analysis.diagnoses([(sql, reference), ...], config)
+            ...  # run the queries meanwhile
+            diagnoses = later()
+    """
+
+    def __init__(self, processes: int) -> None:
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        start_worker_server()  # forks from the workers' server, with this module preloaded
+        self._executor = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context(DEFAULT_START_METHOD))
+        self.processes = processes
+
+    def references(
+        self, golds: Sequence[tuple[str, Schema | None]], config: OdtConfig
+    ) -> Later[tuple[GoldReference, Hardness | None]]:
+        """:func:`prepare_reference` of each (gold SQL, schema)."""
+        return self._map(_references, golds, config)
+
+    def diagnoses(self, answers: Sequence[tuple[str, GoldReference]], config: OdtConfig) -> Later[Diagnosis]:
+        """:func:`~progress_sql.odt.diagnose` of each (answer SQL, gold reference)."""
+        return self._map(_diagnoses, answers, config)
+
+    def _map(
+        self, work: Callable[[Sequence[_A], OdtConfig], list[_T]], items: Sequence[_A], config: OdtConfig
+    ) -> Later[_T]:
+        chunks = [items[at : at + CHUNK] for at in range(0, len(items), CHUNK)]
+        futures: list[Future[list[_T]] | None] = []
+        for chunk in chunks:
+            try:
+                futures.append(self._executor.submit(work, chunk, config))
+            except (BrokenProcessPool, RuntimeError):  # a dead or closed pool: computed in the caller
+                futures.append(None)
+
+        def wait() -> list[_T]:
+            out: list[_T] = []
+            for chunk, future in zip(chunks, futures, strict=True):
+                try:
+                    out.extend(work(chunk, config) if future is None else future.result())
+                except BrokenProcessPool:  # a process died (killed from outside, out of memory)
+                    out.extend(work(chunk, config))
+            return out
+
+        return wait
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)

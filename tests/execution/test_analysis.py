@@ -1,0 +1,97 @@
+"""ODT analysis in processes (execution/analysis.py): the same references and diagnoses as the caller
+computes, nothing lost when a process dies, and ``evaluate`` with analysis processes writes the same
+records as without them."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import build_database
+
+from progress_sql.data.schema import read_schema
+from progress_sql.evaluation.harness import Sample, evaluate
+from progress_sql.execution.analysis import AnalysisPool, prepare_reference
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.odt import OdtConfig, diagnose
+from progress_sql.types import Example
+
+GOLDS = (
+    "SELECT supplier_name FROM suppliers JOIN contact_lenses ON suppliers.supplier_id = contact_lenses.supplier_id "
+    "WHERE price > 20",
+    "SELECT count(*) FROM contact_lenses",
+    "SELECT supplier_id, avg(price) FROM contact_lenses GROUP BY supplier_id HAVING count(*) > 1 ORDER BY 1",
+    "SELECT * FROM no_such_table",
+    "SELEC broken",
+)
+ANSWERS = (
+    GOLDS[0].replace("> 20", "> 40"),
+    "SELECT count(*) FROM suppliers",
+    "SELECT supplier_id FROM contact_lenses",
+    "not sql at all",
+    "",
+    GOLDS[2],
+)
+
+
+@pytest.fixture(scope="module")
+def lenses_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_database("contact_lenses.sql", tmp_path_factory.mktemp("analysis"))
+
+
+@pytest.fixture(scope="module")
+def analysis() -> Iterator[AnalysisPool]:
+    with AnalysisPool(2) as pool:
+        yield pool
+
+
+def test_the_processes_give_what_the_caller_computes(lenses_db: Path, analysis: AnalysisPool) -> None:
+    schema = read_schema(str(lenses_db))
+    config = OdtConfig()
+    golds = [(sql, schema) for sql in GOLDS] * 30  # several chunks
+    local = [prepare_reference(sql, schema, config) for sql, schema in golds]
+    remote = analysis.references(golds, config)()
+    assert remote == local
+    answers = [(answer, reference) for answer in ANSWERS for reference, _ in local[: len(GOLDS)]] * 3
+    assert analysis.diagnoses(answers, config)() == [diagnose(sql, ref, config=config) for sql, ref in answers]
+
+
+def test_a_dead_process_loses_nothing(lenses_db: Path) -> None:
+    schema = read_schema(str(lenses_db))
+    config = OdtConfig()
+    golds = [(sql, schema) for sql in GOLDS] * 20
+    expected = [prepare_reference(sql, schema, config) for sql, schema in golds]
+    with AnalysisPool(2) as pool:
+        assert pool.references(golds, config)() == expected  # the processes run now
+        for pid in list(pool._executor._processes):  # killed from outside
+            os.kill(pid, signal.SIGKILL)
+        assert pool.references(golds, config)() == expected  # computed in the caller instead
+
+
+def test_evaluate_writes_the_same_records_with_analysis_processes(
+    lenses_db: Path, pool: ExecutionPool, analysis: AnalysisPool, tmp_path: Path
+) -> None:
+    examples = [Example(i, "?", "contact_lenses", str(lenses_db), gold) for i, gold in enumerate(GOLDS)]
+    examples.append(Example(len(GOLDS), "?", "nowhere", str(tmp_path / "nowhere.sqlite"), GOLDS[1]))
+    samples = [
+        [Sample(ANSWERS[0])],
+        [Sample(None)],
+        [Sample(ANSWERS[2]), Sample(GOLDS[2]), Sample(GOLDS[2])],  # a vote: diagnosed after the queries
+        [Sample(ANSWERS[3])],
+        [Sample(GOLDS[4])],
+        [Sample(ANSWERS[1])],
+    ]
+    without = evaluate(examples, samples, GoldStore(get_preset("spider"), pool=pool), preview_rows=3)
+    store = GoldStore(get_preset("spider"), pool=pool, analysis=analysis)
+    with_processes = evaluate(examples, samples, store, preview_rows=3)
+    assert with_processes == without
+    assert [r.status for r in without] == ["scored", "scored", "scored", "gold_invalid", "gold_invalid", "skipped"]
+    assert without[0].f_struct is not None
+    assert without[2].match
+    fresh = GoldStore(get_preset("spider"), pool=pool)
+    assert store.prepare(examples[0]).reference == fresh.prepare(examples[0]).reference
