@@ -153,3 +153,52 @@ def test_a_slow_query_holds_up_only_its_own_worker(compare_db: Path) -> None:
     assert quick.rows == ((6,),)
     assert finished_first, "the quick query waited for the slow one"
     assert [getattr(r, "status", None) for r in slow] == ["timeout"]
+
+
+def test_a_large_batch_in_chunks_loses_nothing_to_a_hung_query(compare_db: Path) -> None:
+    """A batch large enough to go in chunks: a query that runs into its deadline kills only its worker;
+    the rest of its chunk runs on the replacement, every result in input order, each start heard once."""
+    hung = 37
+    jobs = [ExecJob(str(compare_db), f"SELECT {i}, count(*) FROM singer") for i in range(200)]
+    jobs[hung] = ExecJob(str(compare_db), CYCLE, ExecLimits(timeout_s=1))
+    starts: dict[int, list[int]] = {}
+    with ExecutionPool(workers=2, kill_margin_s=0.5) as pool:
+        results = pool.run_many(jobs, on_start=lambda i, pid: starts.setdefault(i, []).append(pid))
+    assert results[hung].status == "timeout"
+    assert [r.rows for i, r in enumerate(results) if i != hung] == [((i, 6),) for i in range(200) if i != hung]
+    assert sorted(starts) == list(range(200))
+    assert all(len(pids) == 1 for pids in starts.values())
+    assert pool_chunk_sizes_seen(starts) > 1
+
+
+def pool_chunk_sizes_seen(starts: dict[int, list[int]]) -> int:
+    """The longest run of consecutive jobs started on one worker (> 1: they went in a chunk)."""
+    longest = run = 1
+    for index in range(1, len(starts)):
+        run = run + 1 if starts[index] == starts[index - 1] else 1
+        longest = max(longest, run)
+    return longest
+
+
+@pytest.mark.slow
+def test_a_worker_killed_in_the_middle_of_a_chunk_costs_its_query_nothing(compare_db: Path) -> None:
+    """The job running when its worker is killed from outside is rerun on a fresh worker with the rest
+    of its chunk; every result is the real one."""
+    victim = 41
+    slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c"
+    jobs = [ExecJob(str(compare_db), f"SELECT {i}, count(*) FROM singer") for i in range(200)]
+    jobs[victim] = ExecJob(str(compare_db), slow, ExecLimits(timeout_s=60))
+    starts: dict[int, list[int]] = {}
+
+    def kill_first_start(index: int, pid: int) -> None:
+        starts.setdefault(index, []).append(pid)
+        if index == victim and len(starts[index]) == 1:
+            os.kill(pid, signal.SIGKILL)
+
+    with ExecutionPool(workers=2) as pool:
+        results = pool.run_many(jobs, on_start=kill_first_start)
+    assert [r.status for r in results] == ["ok"] * 200
+    assert results[victim].rows == ((3000000,),)
+    assert [r.rows for i, r in enumerate(results) if i != victim] == [((i, 6),) for i in range(200) if i != victim]
+    assert len(starts[victim]) == 2
+    assert starts[victim][0] != starts[victim][1]

@@ -1,6 +1,7 @@
 """ODT analysis in processes: the gold references and the answers' diagnoses of a batch, the CPU-bound
 half of judging it, computed beside the SQL workers instead of after them in the caller's thread
-(a thread would hold the GIL that the pool's threads need to feed the workers). docs/semantics.md.
+(a thread would hold the GIL that the pool's threads need to feed the workers):
+docs/semantics.md#odt-analysis-beside-the-queries.
 
 The processes are forked from the execution workers' fork server, which preloads this module (and so
 the ODT and sqlglot): they start in milliseconds. Every result is what the same call in the caller

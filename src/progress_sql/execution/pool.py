@@ -65,6 +65,14 @@ def _ensure_fork_server() -> None:
     multiprocessing.forkserver.ensure_running()
 
 
+#: A large batch reaches each worker in chunks of up to this many jobs, which the worker runs one after
+#: another, answering each as it ends: it never waits for the parent between them (a round trip per
+#: job cost more than a typical Spider query). Chunks shrink towards the batch's end (at least
+#: :data:`CHUNKS_PER_WORKER` per worker of what is left) so the workers finish together; a small
+#: batch goes one job at a time.
+MAX_CHUNK = 16
+CHUNKS_PER_WORKER = 4
+
 OnStart = Callable[[int, int], None]  # (job index, worker pid)
 OnResult = Callable[[int, ExecResult], None]
 
@@ -140,12 +148,22 @@ class _Worker:
         assert self._process is not None
         return int(self._process.pid)
 
-    def call(self, job: ExecJob, margin_s: float) -> ExecResult:
-        self.ensure_started()
+    def send(self, jobs: Sequence[ExecJob]) -> None:
+        """Send one job, or several that the worker runs in order and answers one by one."""
+        assert self._conn is not None
+        try:
+            self._conn.send(jobs[0] if len(jobs) == 1 else tuple(jobs))
+        except (EOFError, OSError):
+            code = None if self._process is None else _exit_code(self._process)
+            self.stop(kill=True)
+            raise _WorkerDiedError(code) from None
+
+    def receive(self, job: ExecJob, margin_s: float) -> ExecResult:
+        """The result of ``job``, the next one the worker answers; past its deadline (counted from now,
+        which is never before it started) the worker is killed and the result is a timeout."""
         assert self._conn is not None
         start = time.perf_counter()
         try:
-            self._conn.send(job)
             if not self._conn.poll(job.limits.timeout_s + margin_s):
                 self.stop(kill=True)
                 return ExecResult(
@@ -256,8 +274,9 @@ class ExecutionPool(Closing):
         if self._closed:
             raise RuntimeError("ExecutionPool is closed")
         results: list[ExecResult | None] = [None] * len(jobs)
-        next_index = iter(range(len(jobs)))
+        taken = [0]  # jobs handed to drivers so far
         take = threading.Lock()
+        drivers = max(1, min(len(self._workers), len(jobs)))
 
         # An exception from a caller's callback, or a worker that cannot start, stops the batch and is
         # re-raised here, after every thread has stopped; it is never mistaken for an item's own error.
@@ -273,51 +292,92 @@ class ExecutionPool(Closing):
                 return False
             return True
 
-        def run_job(worker: _Worker, index: int) -> bool:
-            """Run one job on ``worker``; False when the batch must stop."""
-            exit_codes: list[int | None] = []
-            while True:
+        def take_chunk() -> list[int]:
+            with take:
+                left = len(jobs) - taken[0]
+                size = min(left, max(1, min(MAX_CHUNK, left // (drivers * CHUNKS_PER_WORKER))))
+                chunk = list(range(taken[0], taken[0] + size))
+                taken[0] += size
+            return chunk
+
+        def run_chunk(worker: _Worker, chunk: list[int]) -> bool:
+            """Run the chunk's jobs on ``worker`` (replaced when it dies or hangs, the rest of the chunk
+            sent again to the new one); False when the batch must stop."""
+            deaths: dict[int, list[int | None]] = {}
+            pending = chunk
+            while pending:
                 try:
                     pid = worker.ensure_started()
                 except WorkerStartError as error:
                     callback_errors.append(error)
                     return False
-                if not notify(on_start, index, pid):
+                sent = pending
+                pending = []
+                if not notify(on_start, sent[0], pid):
                     return False
                 try:
-                    result = worker.call(jobs[index], self._margin)
-                except _WorkerDiedError as death:
-                    exit_codes.append(death.exit_code)
-                    if len(exit_codes) < ATTEMPTS_PER_JOB:
-                        continue
-                    codes = ", ".join(str(code) for code in exit_codes)
-                    result = ExecResult(
+                    worker.send([jobs[i] for i in sent])
+                except _WorkerDiedError as death:  # the first job is the one that meets the dead worker
+                    sent, pending = [], sent
+                    first_death = death
+                else:
+                    first_death = None
+                for position, index in enumerate(sent):
+                    # The worker starts a job of a chunk when it has answered the one before: the parent
+                    # hears of it no earlier, so a deadline counted from here is never short.
+                    if position > 0 and not notify(on_start, index, pid):
+                        worker.stop(kill=True)  # it still holds jobs of this chunk
+                        return False
+                    try:
+                        result = worker.receive(jobs[index], self._margin)
+                    except _WorkerDiedError as death:
+                        first_death, pending = death, sent[position:]
+                        break
+                    except Exception as error:  # a bug here must not lose the other results
+                        worker.stop(kill=True)
+                        result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
+                        pending = sent[position + 1 :]
+                    results[index] = result
+                    if not notify(on_result, index, result):
+                        if position + 1 < len(sent):
+                            worker.stop(kill=True)  # it still holds jobs of this chunk
+                        return False
+                    if result.status == "timeout" and worker.pid is None:  # killed: the rest goes again
+                        pending = sent[position + 1 :]
+                        break
+                    if pending:  # the worker was stopped by an internal error
+                        break
+                if first_death is not None:
+                    index = pending[0]
+                    codes = deaths.setdefault(index, [])
+                    codes.append(first_death.exit_code)
+                    if len(codes) < ATTEMPTS_PER_JOB:
+                        continue  # the query and the rest of the chunk, on a fresh worker
+                    listed = ", ".join(str(code) for code in codes)
+                    results[index] = ExecResult(
                         "error",
-                        error=f"worker process died {len(exit_codes)} times (exit codes {codes}) running this query",
+                        error=f"worker process died {len(codes)} times (exit codes {listed}) running this query",
                     )
-                except Exception as error:  # a bug here must not lose the other results
-                    worker.stop(kill=True)
-                    result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
-                results[index] = result
-                return notify(on_result, index, result)
+                    if not notify(on_result, index, results[index]):
+                        return False
+                    pending = pending[1:]
+            return True
 
         def drive() -> None:
             worker: _Worker | None = None
             try:
                 while not callback_errors:
-                    with take:
-                        index = next(next_index, None)
-                    if index is None:
+                    chunk = take_chunk()
+                    if not chunk:
                         return
                     if worker is None:  # wait for an idle worker only once there is a job for it
                         worker = self._idle.get()
-                    if not run_job(worker, index):
+                    if not run_chunk(worker, chunk):
                         return
             finally:
                 if worker is not None:
                     self._idle.put(worker)
 
-        drivers = max(1, min(len(self._workers), len(jobs)))
         if drivers == 1:
             drive()
         else:

@@ -49,30 +49,38 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
     limit_memory(memory_bytes)
     executor = EngineRunners()
     conn.send(READY)
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            break
-        if job is None:
-            break
-        result: ExecResult
-        try:
-            if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
-                from progress_sql.execution.write import run_write
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            if message is None:
+                return
+            # One job, or a chunk of them (run in order, each answered as it ends: execution/pool.py).
+            for job in message if isinstance(message, tuple) else (message,):
+                try:
+                    conn.send(_run(executor, job))
+                except MemoryError:
+                    conn.send(ExecResult("error", error="out of memory while sending the result"))
+                except (BrokenPipeError, OSError):
+                    return
+    finally:
+        executor.close()
 
-                result = run_write(job)
-            else:
-                result = executor.run(job.db_path, job.sql, job.limits)
-        except MemoryError:
-            result = ExecResult("error", error="out of memory")
-        if result.truncated and len(result.rows) > TRUNCATED_ROWS_SENT:
-            # A truncated result never matches; shipping all its rows to the parent only costs time.
-            result = replace(result, rows=result.rows[:TRUNCATED_ROWS_SENT])
-        try:
-            conn.send(result)
-        except MemoryError:
-            conn.send(ExecResult("error", error="out of memory while sending the result"))
-        except (BrokenPipeError, OSError):
-            break
-    executor.close()
+
+def _run(executor: EngineRunners, job: ExecJob) -> ExecResult:
+    result: ExecResult
+    try:
+        if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
+            from progress_sql.execution.write import run_write
+
+            result = run_write(job)
+        else:
+            result = executor.run(job.db_path, job.sql, job.limits)
+    except MemoryError:
+        result = ExecResult("error", error="out of memory")
+    if result.truncated and len(result.rows) > TRUNCATED_ROWS_SENT:
+        # A truncated result never matches; shipping all its rows to the parent only costs time.
+        result = replace(result, rows=result.rows[:TRUNCATED_ROWS_SENT])
+    return result
