@@ -315,13 +315,12 @@ class ExecutionPool(Closing):
                 pending = []
                 if not notify(on_start, sent[0], pid):
                     return False
+                first_death: _WorkerDiedError | None = None
                 try:
                     worker.send([jobs[i] for i in sent])
                 except _WorkerDiedError as death:  # the first job is the one that meets the dead worker
                     sent, pending = [], sent
                     first_death = death
-                else:
-                    first_death = None
                 for position, index in enumerate(sent):
                     # The worker starts a job of a chunk when it has answered the one before: the parent
                     # hears of it no earlier, so a deadline counted from here is never short.

@@ -7,10 +7,14 @@ import resource
 import sqlite3
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, cast
 
 from progress_sql.execution.engines import EngineRunners
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.types import ExecResult
+
+if TYPE_CHECKING:
+    from progress_sql.execution.write import WriteJob
 
 #: How many rows of a truncated result travel back to the parent (a prefix, for inspection).
 TRUNCATED_ROWS_SENT = 1_000
@@ -75,7 +79,7 @@ def _run(executor: EngineRunners, job: ExecJob) -> ExecResult:
         if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
             from progress_sql.execution.write import run_write
 
-            result = run_write(job)
+            result = run_write(cast("WriteJob", job))
         else:
             result = executor.run(job.db_path, job.sql, job.limits)
     except MemoryError:
