@@ -5,6 +5,7 @@ without copying and without surprises."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -260,12 +261,19 @@ def plain(value: Any, digits: int | None = None) -> Any:
         return value
     if isinstance(value, float):
         return value if digits is None else round(value, digits)
+    if isinstance(value, (list, tuple)):  # rows of results: before the slower tests below
+        return [plain(item, digits) for item in value]
+    if isinstance(value, dict):
+        return {key: plain(item, digits) for key, item in value.items()}
     if isinstance(value, RewardBreakdown):
         return value.to_dict(digits)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: plain(getattr(value, field.name), digits) for field in dataclasses.fields(value)}
+        return {name: plain(getattr(value, name), digits) for name in _field_names(type(value))}
     if isinstance(value, Mapping):
         return {key: plain(item, digits) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item, digits) for item in value]
     return value
+
+
+@functools.cache
+def _field_names(record: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(record))

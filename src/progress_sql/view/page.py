@@ -55,7 +55,11 @@ SHARED_TEXT = ("feedback",)
 def _compact(value: Any, texts: dict[str, int]) -> Any:
     """A detail as the page embeds it, plain and finite (:func:`_finite`) in one walk: empty (None)
     fields left out, :data:`SHARED_TEXT` fields by their number in ``texts`` (added when new)."""
-    if isinstance(value, Mapping):
+    if value is None or isinstance(value, (str, int)):  # the leaves first: most values are
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (dict, Mapping)):  # dict first: a plain dict skips the ABC check
         return {
             key: (
                 texts.setdefault(item, len(texts))
@@ -67,10 +71,6 @@ def _compact(value: Any, texts: dict[str, int]) -> Any:
         }
     if isinstance(value, (list, tuple)):
         return [_compact(item, texts) for item in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if value is None or isinstance(value, (str, int)):
-        return value
     return _compact(plain(value), texts)  # a record (details read from files are plain already)
 
 
