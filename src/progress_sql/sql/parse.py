@@ -74,14 +74,13 @@ def paren_depth(sql: str) -> int:
 
 
 def ast_depth(tree: exp.Expr) -> int:
-    """Depth of a syntax tree, computed without recursion."""
-    deepest = 0
-    stack: list[tuple[exp.Expr, int]] = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in node.iter_expressions())
-    return deepest
+    """Depth of a syntax tree, computed without recursion (level by level: no per-node bookkeeping)."""
+    depth = 0
+    level = [tree]
+    while level:
+        depth += 1
+        level = [child for node in level for child in node.iter_expressions()]
+    return depth
 
 
 def parse_sql(
