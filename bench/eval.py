@@ -240,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time `eval --cache-dir` with the cache filled by one untimed run first (gold results and "
         "gold analyses read from disk): the warm figure, reported apart from the cold one",
     )
+    parser.add_argument(
+        "--no-view",
+        action="store_true",
+        help="time `eval --no-view` (and the baseline likewise): without the run explorer page, an output "
+        "the official evaluator has no counterpart of",
+    )
     add_output_options(parser)
     args = parser.parse_args(argv)
     subreaper = become_subreaper()
@@ -274,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gold, pred, count = write_official_inputs(spider, predictions, inputs)
             ours_command = [str(args.progress_sql), "eval", "--task", "spider-dev", "--data-dir", str(spider),
                             "--predictions", str(predictions), "--preset", "spider", "--no-plots",
-                            "--out", str(inputs / "run")]  # fmt: skip
+                            *(["--no-view"] if args.no_view else []), "--out", str(inputs / "run")]  # fmt: skip
             official_command = [str(python), "evaluation.py", "--gold", str(gold), "--pred", str(pred),
                                 "--db", str(spider / "database"), "--etype", "exec"]  # fmt: skip
             baseline_env = None
@@ -357,8 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Whole-process `progress-sql eval` against the official Spider evaluator (taoyds/test-suite-sql-eval),",
             "side by side in one run, interleaved, on the five published systems' Spider dev predictions (972",
             "questions with a database). Ours: `progress-sql eval --task spider-dev --data-dir DATA/spider",
-            "--predictions model_K.txt --preset spider --no-plots --out TMP` (EX, hardness, ODT analysis, summary,",
-            "report); official: `python evaluation.py --gold G --pred P --db DATA/spider/database --etype exec`",
+            "--predictions model_K.txt --preset spider --no-plots"
+            + (" --no-view" if args.no_view else "")
+            + " --out TMP` (EX, hardness, ODT analysis, summary, samples, report"
+            + ("" if args.no_view else ", the run explorer page")
+            + "); official: `python evaluation.py --gold G --pred P --db DATA/spider/database --etype exec`",
             f"under nltk and sqlparse ({', '.join(OFFICIAL_PINS)}) on the same 972 questions. Each a fresh",
             "process, start to exit; medians of the repeats. *before*: the same `progress-sql eval` command with",
             f"`--baseline-src` ({args.baseline_src}) first on PYTHONPATH, interleaved in the same run.",

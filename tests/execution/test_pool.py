@@ -76,7 +76,9 @@ def test_a_worker_killed_from_outside_costs_its_query_nothing(compare_db: Path) 
 
 
 def test_a_worker_that_cannot_start_is_an_error_of_the_run_not_of_a_query(compare_db: Path) -> None:
-    with ExecutionPool(workers=1, start_timeout_s=0.001) as pool, pytest.raises(WorkerStartError, match="not ready"):
+    # A spawned interpreter cannot be ready within a millisecond (a fork of the preloaded server can).
+    slow = ExecutionPool(workers=1, start_timeout_s=0.001, start_method="spawn")
+    with slow as pool, pytest.raises(WorkerStartError, match="not ready"):
         pool.run_many([ExecJob(str(compare_db), "SELECT 1")] * 3)
 
 
