@@ -10,6 +10,7 @@ generator, the tests) imports every module on first access.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any
@@ -59,6 +60,9 @@ def load_command(name: str, *, pretty_exceptions_short: bool = True, rich_markup
     """Import subcommand ``name``'s module and build its click command, as typer builds it in a group."""
     holder = typer.Typer()
     importlib.import_module(module_of(name)).register(holder)
+    # What is imported by now lives as long as the process: the cyclic GC need not walk it again at
+    # every collection (in `eval` of 972 predictions: 0.18 s of collections without this, 0.075 s with).
+    gc.freeze()
     (info,) = holder.registered_commands
     return typer.main.get_command_from_info(
         info, pretty_exceptions_short=pretty_exceptions_short, rich_markup_mode=rich_markup_mode

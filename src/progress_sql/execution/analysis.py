@@ -10,6 +10,7 @@ gives; a batch whose process died is computed in the caller instead (nothing is 
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -73,7 +74,9 @@ class AnalysisPool(Closing):
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
         start_worker_server()  # forks from the workers' server, with this module preloaded
-        self._executor = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context(DEFAULT_START_METHOD))
+        context = multiprocessing.get_context(DEFAULT_START_METHOD)
+        # gc.freeze: what the fork server imported lives as long as each process; no collection walks it.
+        self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=gc.freeze)
         self.processes = processes
 
     def references(

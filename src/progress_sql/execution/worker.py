@@ -3,6 +3,7 @@ then receive a job, execute it, send the result back. It imports nothing heavy, 
 
 from __future__ import annotations
 
+import gc
 import resource
 import sqlite3
 from dataclasses import dataclass, replace
@@ -50,6 +51,7 @@ def limit_memory(memory_bytes: int | None) -> None:
 
 def worker_main(conn: Connection, memory_bytes: int | None) -> None:
     """Serve jobs from ``conn`` until it sends None or closes."""
+    gc.freeze()  # what the fork server imported lives as long as this process: no collection walks it
     limit_memory(memory_bytes)
     executor = EngineRunners()
     conn.send(READY)
