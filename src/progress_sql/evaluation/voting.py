@@ -29,7 +29,9 @@ class Vote:
     """The outcome of one vote over ``n`` samples.
 
     ``groups`` hold sample indices, in the order their first member appears; ``chosen`` is the
-    earliest sample of the largest group (None when no sample is valid).
+    earliest sample of the largest group (None when no sample is valid). ``rule`` says how the groups
+    were formed: by vote key, or by comparing with each group's first result where a result has no
+    key; fewer than two valid samples need neither (``key``).
     """
 
     n: int
@@ -59,6 +61,8 @@ def is_valid(result: ExecResult | None) -> bool:
 def majority_vote(gold_sql: str, results: Sequence[ExecResult | None], preset: Preset) -> Vote:
     """Group ``results`` (None: no SQL could be extracted) and pick the majority answer."""
     valid = [i for i, result in enumerate(results) if is_valid(result)]
+    if len(valid) < 2:  # nothing to group: a greedy answer costs no vote key
+        return Vote(len(results), tuple((i,) for i in valid), valid[0] if valid else None, "key")
     keys: list[Hashable | None] = []
     for i in valid:
         result = results[i]
