@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from progress_sql.cli import COMMAND_MODULES, app
+from progress_sql.cli import COMMAND_MODULES, POOL_COMMANDS, app
 from progress_sql.cli._common import (
     DEFAULT_TIMEOUT_S,
     DEFAULT_WORKERS,
@@ -36,6 +36,14 @@ def options_named(flag: str) -> list[tuple[str, Any]]:
 
 def test_every_module_registers_its_command() -> None:
     assert set(COMMANDS) == set(COMMAND_MODULES)
+
+
+def test_the_commands_that_start_the_worker_server_early_run_queries_in_a_pool() -> None:
+    """POOL_COMMANDS start the execution workers' fork server before their module is imported: each
+    is a command with ``--workers`` (the pool's size), so the early start is never wasted on others."""
+    with_workers = {name for name, _ in options_named("--workers")}
+    assert POOL_COMMANDS.issubset(with_workers)
+    assert "eval" in POOL_COMMANDS
 
 
 def test_workers_means_one_per_core_at_zero_and_defaults_to_it_everywhere() -> None:
