@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import build_database
 
-from progress_sql.data.schema import read_schema
+from progress_sql.data.schema import Schema, read_schema
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.execution.analysis import AnalysisPool, prepare_reference
+from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
@@ -95,3 +97,25 @@ def test_evaluate_writes_the_same_records_with_analysis_processes(
     assert without[2].match
     fresh = GoldStore(get_preset("spider"), pool=pool)
     assert store.prepare(examples[0]).reference == fresh.prepare(examples[0]).reference
+
+
+def test_references_built_in_the_processes_fill_the_cache_directory(
+    lenses_db: Path, pool: ExecutionPool, analysis: AnalysisPool, tmp_path: Path
+) -> None:
+    """With ``eval --cache-dir``, references built in the analysis processes are kept on disk, and a
+    later store reads them instead of building them again (in the processes or here)."""
+    examples = [Example(i, "?", "contact_lenses", str(lenses_db), gold) for i, gold in enumerate(GOLDS[:3])]
+    first = GoldStore(get_preset("spider"), pool=pool, cache=GoldCache(tmp_path), analysis=analysis)
+    built = first.prepare_many(examples)
+    assert len(list((tmp_path / "references").rglob("*.pickle"))) == 3
+
+    class Refusing(AnalysisPool):
+        def references(self, golds: Sequence[tuple[str, Schema | None]], config: OdtConfig) -> Any:
+            assert not golds, "a stored reference was built again"
+            return super().references(golds, config)
+
+    with Refusing(1) as refusing:
+        later = GoldStore(get_preset("spider"), pool=pool, cache=GoldCache(tmp_path), analysis=refusing)
+        again = later.prepare_many(examples)
+    assert [g.reference for g in again] == [g.reference for g in built]
+    assert [g.hardness for g in again] == [g.hardness for g in built]
