@@ -268,8 +268,9 @@ class ExecutionPool(Closing):
     ) -> list[ExecResult]:
         """Run every job; the i-th result belongs to the i-th job, whatever happens to workers.
 
-        ``on_start(index, pid)`` is called each time a job is sent to a worker: twice for a job rerun
-        after its first worker died. Raises :class:`WorkerStartError` when a worker cannot start.
+        ``on_start(index, pid)`` is called each time a job starts on a worker (when it is sent, or, inside
+        a chunk, when the job before it has answered): twice for a job rerun after its first worker died.
+        Raises :class:`WorkerStartError` when a worker cannot start.
         """
         if self._closed:
             raise RuntimeError("ExecutionPool is closed")
