@@ -10,7 +10,8 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ runner = CliRunner()
 DATABASES = 500
 #: Small object stores: the simulated nodes share this machine's memory.
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+#: How long a shard on the node to be killed waits for its end.
+STALL_S = 300.0
 
 
 @pytest.fixture(scope="module")
@@ -193,26 +196,46 @@ def test_shards_see_the_drivers_sqlite_mode_and_their_own_errors_end_the_run(
             on_ray.map(_refuse, items, db_path=str)
 
 
-def test_a_node_killed_mid_run_loses_no_record_and_duplicates_none(dataset: SyntheticDataset, cluster: Cluster) -> None:
+def _stall_on(node_id: str, started: str, fn: Callable[[list[Any]], Any], items: list[Any]) -> Any:
+    """A shard function that, on the node ``node_id``, says it has started (a file: the simulated nodes
+    share this machine) and then waits to be killed with its node; elsewhere it is ``fn``."""
+    import ray as ray_on_node
+
+    if str(ray_on_node.get_runtime_context().get_node_id()) == node_id:
+        Path(started).touch()
+        time.sleep(STALL_S)  # the test kills this node long before; if it did not, no shard is retried
+    return fn(items)
+
+
+def test_a_node_killed_mid_run_loses_no_record_and_duplicates_none(
+    dataset: SyntheticDataset, cluster: Cluster, tmp_path: Path
+) -> None:
     from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
 
     checks = ("G01", "G03", "G06")
     examples = load_task(str(dataset.questions), None)
     expected = [r.as_dict() for r in audit_examples(examples, checks, workers=2)]
     victim = next(iter(cluster.worker_nodes))
-    killed = threading.Event()
+    started = tmp_path / "victim-started"
+    killed, finished = threading.Event(), threading.Event()
     done: list[int] = []
 
-    def kill_after_first_shard(count: int) -> None:
-        done.append(count)
-        if not killed.is_set():  # both nodes are busy now: the victim's running shard is lost with it
-            killed.set()
+    def kill_once_the_victim_runs_a_shard() -> None:
+        while not started.exists() and not finished.is_set():
+            time.sleep(0.05)
+        if started.exists():  # the victim holds a shard now: it is lost with the node and must run again
             _kill_node(cluster, victim)
+            killed.set()
 
+    killer = threading.Thread(target=kill_once_the_victim_runs_a_shard, daemon=True)
+    killer.start()
+    shard = partial(_stall_on, victim.node_id, str(started), partial(_audit_shard, checks, 1, 5.0))
     with RayCluster(ClusterOptions(cluster.address, shard_items=25)) as on_ray:
-        run = on_ray.map(
-            partial(_audit_shard, checks, 1, 5.0), examples, db_path=example_db_path, progress=kill_after_first_shard
-        )
+        try:
+            run = on_ray.map(shard, examples, db_path=example_db_path, progress=done.append)
+        finally:
+            finished.set()
+    killer.join()
     seen = [r.as_dict() for r in run.results]
     assert killed.is_set()
     assert run.retried >= 1  # the victim's shard ran again on the other node
