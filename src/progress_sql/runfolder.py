@@ -23,8 +23,7 @@ def package_versions() -> dict[str, str]:
     """Versions that decide results, recorded in every ``summary.json``."""
     import platform
     import sqlite3
-
-    import sqlglot
+    from importlib.metadata import version
 
     from progress_sql import __version__
 
@@ -32,7 +31,7 @@ def package_versions() -> dict[str, str]:
         "progress_sql": __version__,
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
-        "sqlglot": str(getattr(sqlglot, "__version__", "unknown")),
+        "sqlglot": version("sqlglot"),  # the installed release, without importing the parser
     }
 
 

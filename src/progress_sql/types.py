@@ -40,6 +40,9 @@ class Closing:
 #: with a DML script checked by queries on the resulting state (``write``), or answer an
 #: underspecified question, where asking first pays (``ambiguous``); formats: docs/tasks.md.
 TaskKind = Literal["read", "write", "ambiguous"]
+#: Spider's hardness levels (sql/hardness.py computes them; reports and metrics only name them).
+Hardness = Literal["easy", "medium", "hard", "extra"]
+HARDNESS_LEVELS: tuple[Hardness, ...] = ("easy", "medium", "hard", "extra")
 TASK_KINDS: tuple[TaskKind, ...] = ("read", "write", "ambiguous")
 #: Statement kinds a write task may allow (anything else is refused before SQLite sees it).
 WriteStatement = Literal["insert", "update", "delete", "replace"]

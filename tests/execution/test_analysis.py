@@ -5,7 +5,10 @@ records as without them."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,3 +122,57 @@ def test_references_built_in_the_processes_fill_the_cache_directory(
         again = later.prepare_many(examples)
     assert [g.reference for g in again] == [g.reference for g in built]
     assert [g.hardness for g in again] == [g.hardness for g in built]
+
+
+def test_a_reference_crosses_a_process_with_its_tree_packed(lenses_db: Path) -> None:
+    """A reference that passes through a process (eval's parent, on its way from the analysis process
+    that built it to the one that diagnoses an answer) keeps its tree as bytes until it is read."""
+    reference, _ = prepare_reference(GOLDS[0], read_schema(str(lenses_db)), OdtConfig())
+    carried = pickle.loads(pickle.dumps(reference))
+    assert isinstance(carried.packed_tree, bytes)
+    assert pickle.loads(pickle.dumps(carried)).packed_tree == carried.packed_tree  # passed on as it came
+    assert carried == reference
+    assert hash(carried) == hash(reference)
+    assert carried.tree == reference.tree
+    assert not isinstance(carried.packed_tree, bytes)  # unpacked once
+    assert diagnose(ANSWERS[0], carried) == diagnose(ANSWERS[0], reference)
+    failed, _ = prepare_reference(GOLDS[4], None, OdtConfig())  # a gold that does not parse travels too
+    assert pickle.loads(pickle.dumps(failed)).tree == failed.tree
+
+
+EVAL_PARENT = """
+import sys
+
+from progress_sql.evaluation.harness import Sample, evaluate
+from progress_sql.execution.analysis import AnalysisPool
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.types import Example
+
+if __name__ == "__main__":
+    import progress_sql.cli.eval  # the command's own imports
+
+    golds, answers, db, absent = {golds!r}, {answers!r}, {db!r}, {absent!r}
+    examples = [Example(i, "?", "lenses", db, gold) for i, gold in enumerate(golds)]
+    examples.append(Example(len(golds), "?", "nowhere", absent, golds[1]))  # skipped: its hardness is computed
+    with ExecutionPool(workers=2) as pool, AnalysisPool(2) as analysis:
+        store = GoldStore(get_preset("spider"), pool=pool, analysis=analysis)
+        records = evaluate(examples, [[Sample(a)] for a in answers] + [[Sample(golds[1])]], store)
+    assert [r.status for r in records][-1] == "skipped" and records[-1].hardness == "easy", records[-1]
+    assert any(r.tags for r in records) and all(r.f_struct is not None for r in records[:3]), records
+    print("sqlglot" in sys.modules)
+"""
+
+
+def test_the_eval_parent_never_imports_the_parser(lenses_db: Path, tmp_path: Path) -> None:
+    """eval's process leaves parsing to the analysis processes: importing the command and evaluating
+    single answers (diagnosed there, with a skipped example's hardness) loads no sqlglot."""
+    script = tmp_path / "parent.py"
+    answers = list(ANSWERS[: len(GOLDS)])
+    script.write_text(
+        EVAL_PARENT.format(golds=GOLDS, answers=answers, db=str(lenses_db), absent=str(tmp_path / "absent.sqlite"))
+    )
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip() == "False"

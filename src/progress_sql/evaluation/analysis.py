@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from progress_sql.odt import TAGS, GoldReference, OdtConfig, diagnose
-from progress_sql.odt.tags import TAG_ORDER
+from progress_sql.odt.config import OdtConfig
+from progress_sql.odt.records import GoldReference
+from progress_sql.odt.tags import TAG_ORDER, TAGS
 
 #: The four categories the paper averages ("Avg. Err.").
 MAIN_CATEGORIES: tuple[str, ...] = ("SELECT", "JOIN", "WHERE", "GROUP")
@@ -35,6 +36,8 @@ def ratio(part: float, whole: float) -> float | None:
 
 def diagnosis_tags(pred_sql: str | None, gold: GoldReference) -> tuple[str, ...]:
     """The ODT tags of one prediction (no SQL at all counts as a parse failure)."""
+    from progress_sql.odt.diagnosis import diagnose
+
     return diagnose(pred_sql or "", gold).tags
 
 

@@ -15,11 +15,9 @@ from progress_sql.execution.compare import judge
 from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import write_job
-from progress_sql.odt import diagnose
-from progress_sql.odt.diagnose import Diagnosis
+from progress_sql.odt.records import Diagnosis
 from progress_sql.odt.tags import Finding
-from progress_sql.sql.hardness import hardness
-from progress_sql.types import Example, ExecResult, ResultPreview, Verdict, WriteSpec
+from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, WriteSpec
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -113,6 +111,7 @@ def evaluate(
     if len(examples) != len(samples):
         raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
     present = [(e, s) for e, s in zip(examples, samples, strict=True) if Path(e.db_path).is_file()]
+    absent_levels = _levels_beside([e for e in examples if not Path(e.db_path).is_file()], store)
     for example, items in present:
         if not items:
             raise ValueError(f"example {example.index} has no samples")
@@ -154,7 +153,8 @@ def evaluate(
         records[example.index] = record
         pending_ts.extend(suite_jobs)
     _judge_suites(pending_ts, records, store, runner, progress)
-    return [records.get(e.index) or _skipped(e, store, breakdown) for e in examples]
+    levels = absent_levels()
+    return [records.get(e.index) or _skipped(e, levels[e.index], store, breakdown) for e in examples]
 
 
 class _Runner:
@@ -193,8 +193,25 @@ def _diagnose_beside(
     return lambda: {index: diagnosis for (index, _, _), diagnosis in zip(chosen, later(), strict=True)}
 
 
-def _base_record(example: Example, gold: PreparedGold | None, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
-    level_hardness = gold.hardness if gold is not None else hardness(example.gold_sql)
+def _levels_beside(absent: Sequence[Example], store: GoldStore) -> Callable[[], dict[int, Hardness | None]]:
+    """The hardness of the golds of examples whose database is absent (skipped), by example index: in
+    the store's analysis processes while the caller goes on, else in the caller when asked."""
+    golds = [e.gold_sql for e in absent]
+    if store.analysis is not None and golds:
+        later = store.analysis.levels(golds)
+    else:
+
+        def later() -> list[Hardness | None]:
+            from progress_sql.sql.hardness import hardness
+
+            return [hardness(sql) for sql in golds]
+
+    return lambda: {e.index: level for e, level in zip(absent, later(), strict=True)}
+
+
+def _base_record(
+    example: Example, level_hardness: Hardness | None, store: GoldStore, breakdown: Breakdown
+) -> EvalRecord:
     return EvalRecord(
         index=example.index, db_id=example.db_id, status="scored", reason="", difficulty=example.difficulty,
         hardness=level_hardness, level=level_hardness if breakdown == "hardness" else example.difficulty,
@@ -202,8 +219,8 @@ def _base_record(example: Example, gold: PreparedGold | None, store: GoldStore, 
     )  # fmt: skip
 
 
-def _skipped(example: Example, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
-    base = _base_record(example, None, store, breakdown)
+def _skipped(example: Example, level: Hardness | None, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
+    base = _base_record(example, level, store, breakdown)
     return replace(base, status="skipped", reason=f"database not found: {example.db_path}", verdict="skipped")
 
 
@@ -220,8 +237,8 @@ def _judge_example(
     (``diagnosis``: the answer's, computed already)."""
     formats = [s.format_ok for s in items]
     format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
-    base = replace(_base_record(example, gold, store, breakdown), samples=len(items), format_ok_samples=format_count,
-                   kind=example.kind)  # fmt: skip
+    base = replace(_base_record(example, gold.hardness, store, breakdown), samples=len(items),
+                   format_ok_samples=format_count, kind=example.kind)  # fmt: skip
     if gold.error is not None:
         reason = store.verdict(example, gold.results, ExecResult("error")).reason
         return replace(base, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid")
@@ -230,7 +247,9 @@ def _judge_example(
     vote = majority_vote(example.gold_sql, results if example.write is None else _check_results(verdicts),
                          store.preset)  # fmt: skip
     chosen = vote.chosen if vote.chosen is not None else 0
-    if diagnosis is None:
+    if diagnosis is None:  # not diagnosed in the analysis processes (a vote, or none): the parser loads here
+        from progress_sql.odt.diagnosis import diagnose
+
         diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
     return replace(
         _with_answer(base, verdicts[chosen], vote),

@@ -11,7 +11,7 @@ from progress_sql.evaluation.analysis import analyze, ratio
 from progress_sql.evaluation.bird import BIRD_LEVELS, ves_score
 from progress_sql.evaluation.harness import EvalRecord
 from progress_sql.evaluation.voting import k_values, pass_at_k
-from progress_sql.sql.hardness import HARDNESS_LEVELS
+from progress_sql.types import HARDNESS_LEVELS
 
 #: Display order of known difficulty levels (Spider hardness, then BIRD's).
 LEVEL_ORDER: tuple[str, ...] = (*HARDNESS_LEVELS, "simple", "moderate", "challenging")

@@ -3,9 +3,11 @@ half of judging it, computed beside the SQL workers instead of after them in the
 (a thread would hold the GIL that the pool's threads need to feed the workers):
 docs/semantics.md#odt-analysis-beside-the-queries.
 
-The processes are forked from the execution workers' fork server, which preloads this module (and so
-the ODT and sqlglot): they start in milliseconds. Every result is what the same call in the caller
-gives; a batch whose process died is computed in the caller instead (nothing is lost).
+The processes are forked from the execution workers' fork server, which preloads the ODT and sqlglot
+(``FORKSERVER_PRELOAD`` in execution/pool.py): they start in milliseconds. This module imports neither:
+the caller only carries references and diagnoses (odt/records.py), so ``eval``'s parent never loads the
+parser. Every result is what the same call in the caller gives; a batch whose process died is computed
+in the caller instead (nothing is lost).
 """
 
 from __future__ import annotations
@@ -15,18 +17,17 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from progress_sql.data.schema import Schema
 from progress_sql.execution.pool import DEFAULT_START_METHOD, start_worker_server
-from progress_sql.odt.build import odt_of
 from progress_sql.odt.config import OdtConfig
-from progress_sql.odt.diagnose import Diagnosis, GoldReference, diagnose
-from progress_sql.sql.hardness import Hardness, hardness, hardness_of
-from progress_sql.sql.lexical import bigrams
-from progress_sql.sql.normalize import parse_for_odt
+from progress_sql.odt.records import Diagnosis, GoldReference
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Closing
+
+if TYPE_CHECKING:
+    from progress_sql.types import Hardness
 
 _T = TypeVar("_T")
 _A = TypeVar("_A")
@@ -40,6 +41,11 @@ CHUNK = 64
 
 def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
     """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
+    from progress_sql.odt.build import odt_of
+    from progress_sql.sql.hardness import hardness, hardness_of
+    from progress_sql.sql.lexical import bigrams
+    from progress_sql.sql.normalize import parse_for_odt
+
     statement = parse_for_odt(sql, schema, dialect=config.dialect)
     tree = statement if isinstance(statement, ParseFailure) else odt_of(statement, schema)
     if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
@@ -55,7 +61,15 @@ def _references(
     return [prepare_reference(sql, schema, config) for sql, schema in golds]
 
 
+def _levels(golds: Sequence[str], _config: OdtConfig) -> list[Hardness | None]:
+    from progress_sql.sql.hardness import hardness
+
+    return [hardness(sql) for sql in golds]
+
+
 def _diagnoses(answers: Sequence[tuple[str, GoldReference]], config: OdtConfig) -> list[Diagnosis]:
+    from progress_sql.odt.diagnosis import diagnose
+
     return [diagnose(sql, reference, config=config) for sql, reference in answers]
 
 
@@ -84,6 +98,10 @@ class AnalysisPool(Closing):
     ) -> Later[tuple[GoldReference, Hardness | None]]:
         """:func:`prepare_reference` of each (gold SQL, schema)."""
         return self._map(_references, golds, config)
+
+    def levels(self, golds: Sequence[str]) -> Later[Hardness | None]:
+        """The Spider hardness of each (SQLite) gold query."""
+        return self._map(_levels, golds, OdtConfig())
 
     def diagnoses(self, answers: Sequence[tuple[str, GoldReference]], config: OdtConfig) -> Later[Diagnosis]:
         """:func:`~progress_sql.odt.diagnose` of each (answer SQL, gold reference)."""

@@ -10,10 +10,9 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cache, partial
+from importlib.metadata import version
 from pathlib import Path
-from typing import Generic, TypeVar
-
-import sqlglot
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
@@ -24,16 +23,16 @@ from progress_sql.execution.compare import Preset, describe, judge
 from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.port import column_types
 from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import judge_write, write_gold_problem, write_job
 from progress_sql.odt.config import OdtConfig
-from progress_sql.odt.diagnose import GoldReference
-from progress_sql.sql.affinity import TypedColumns
-from progress_sql.sql.hardness import Hardness, hardness
-from progress_sql.sql.normalize import transpile_sql
+from progress_sql.odt.records import GoldReference
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Closing, Example, ExecResult, Verdict
+
+if TYPE_CHECKING:  # the parser is imported where a gold is parsed or transpiled, not to carry references
+    from progress_sql.sql.affinity import TypedColumns
+    from progress_sql.types import Hardness
 
 SuiteLookup = Callable[[Example], Sequence[str] | None]
 """The suite database paths of an example's gold: empty when the suite covers its database but
@@ -97,6 +96,8 @@ def engine_sql(sql: str, dialect: str, schema: Schema | None = None, types: Type
     ``gold_invalid``)."""
     if dialect == DEFAULT_DIALECT:
         return sql
+    from progress_sql.sql.normalize import transpile_sql
+
     moved = transpile_sql(sql, dialect, schema, types)
     return sql if isinstance(moved, ParseFailure) else moved
 
@@ -167,7 +168,7 @@ def _analysis_code_digest() -> str:
     import progress_sql.odt
     import progress_sql.sql
 
-    digest = hashlib.sha256(str(getattr(sqlglot, "__version__", "")).encode())
+    digest = hashlib.sha256(version("sqlglot").encode())
     for package in (progress_sql.sql, progress_sql.odt):
         for path in sorted(Path(package.__path__[0]).glob("*.py")):
             digest.update(path.name.encode())
@@ -265,7 +266,7 @@ class GoldStore(Closing):
             for i, built in zip(missing, later(), strict=True):
                 db_path, sql, schema = wanted[i]
                 reference, level = built
-                reference = GoldReference(sql, reference.tree, reference.grams, schema)  # this store's schema
+                reference = reference.with_schema(schema)  # this store's schema
                 self._store_reference(db_path, sql, reference, level)
                 found[i] = (reference, level)
             return list(found)
@@ -315,6 +316,8 @@ class GoldStore(Closing):
             results = self.gold_results([example])[0]
         reference, level = built or self._reference(example.db_path, self.gold_sql(example), schema)
         if self.odt.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator: the SQLite gold
+            from progress_sql.sql.hardness import hardness
+
             level = hardness(example.gold_sql)
         problem = gold_problem(results) if example.write is None else write_gold_problem(example.write, results[0])
         return PreparedGold(results, reference, level, problem)
@@ -352,7 +355,9 @@ class GoldStore(Closing):
 
     def _store_reference(self, db_path: str, sql: str, reference: GoldReference, level: Hardness | None) -> None:
         if self.cache.directory is not None:
-            self.cache.put_reference(reference_key(db_path, sql, self.odt), (reference.tree, reference.grams, level))
+            self.cache.put_reference(
+                reference_key(db_path, sql, self.odt), (reference.packed(), reference.grams, level)
+            )
 
     # -- databases -----------------------------------------------------------------------------
     def schema(self, db_path: str) -> Schema:
@@ -371,6 +376,8 @@ class GoldStore(Closing):
 
     def column_types(self, db_path: str) -> TypedColumns:
         """The database's column affinities and ported classes (for transpiled golds), read once."""
+        from progress_sql.execution.port import column_types  # with sqlglot: only transpiled golds need it
+
         return self._types.get(db_path, lambda: column_types(db_path))
 
     def details(self, db_path: str, profile: SchemaProfile) -> str:

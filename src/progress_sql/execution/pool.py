@@ -40,8 +40,15 @@ DEFAULT_START_TIMEOUT_S = 60.0
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 #: What the fork server imports before it forks workers: the main script, as spawn would in each
 #: worker (so the ``__main__`` guard still matters, see :data:`GUARD_HINT`), the worker's module and
-#: the ODT analysis processes' module (execution/analysis.py, forked from the same server).
-FORKSERVER_PRELOAD = ("__main__", "progress_sql.execution.worker", "progress_sql.execution.analysis")
+#: what the ODT analysis processes (execution/analysis.py, forked from the same server) import.
+FORKSERVER_PRELOAD = (
+    "__main__",
+    "progress_sql.execution.worker",
+    "progress_sql.execution.analysis",
+    "progress_sql.odt.diagnosis",
+    "progress_sql.sql.hardness",
+    "progress_sql.sql.normalize",
+)
 #: A worker that dies while running a query is replaced and the query rerun once: the first death may
 #: be the machine's (a kill from outside, an OOM killer aiming elsewhere); a second is the query's own.
 ATTEMPTS_PER_JOB = 2

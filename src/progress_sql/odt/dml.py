@@ -42,7 +42,7 @@ from progress_sql.sql.parse import (
 )
 
 if TYPE_CHECKING:  # diagnose dispatches write references here: it imports this module
-    from progress_sql.odt.diagnose import Diagnosis
+    from progress_sql.odt.records import Diagnosis
 
 DmlKind = Literal["insert", "update", "delete", "other"]
 _KINDS: dict[type[exp.Expr], DmlKind] = {exp.Insert: "insert", exp.Update: "update", exp.Delete: "delete"}
@@ -260,7 +260,7 @@ def diagnose_dml(
     pred_sql: str, gold_sql: str, schema: Schema | None = None, config: OdtConfig | None = None
 ) -> Diagnosis:
     """:func:`progress_sql.odt.diagnose` of a prediction against a write reference script."""
-    from progress_sql.odt.diagnose import diagnose, prepare_gold
+    from progress_sql.odt.diagnosis import diagnose, prepare_gold
 
     return diagnose(pred_sql, prepare_gold(gold_sql, schema, config or OdtConfig()), config=config or OdtConfig())
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from progress_sql.odt.profile import SelectProfile
 from progress_sql.sql.lexical import jaccard
+
+if TYPE_CHECKING:  # profiles come from the parser; the tags themselves are plain records
+    from progress_sql.odt.profile import SelectProfile
 
 Category = Literal["SELECT", "JOIN", "WHERE", "GROUP", "other", "nesting", "parse", "DML"]
 Similarities = Mapping[str, float]
-Applies = Callable[[SelectProfile, SelectProfile], bool]
-Similarity = Callable[[SelectProfile, SelectProfile, Similarities], float]
+Applies = Callable[["SelectProfile", "SelectProfile"], bool]
+Similarity = Callable[["SelectProfile", "SelectProfile", Similarities], float]
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 from sqlglot import exp
 
 from progress_sql.sql.normalize import parse_for_odt
 from progress_sql.sql.parse import ParseFailure
+from progress_sql.types import Hardness
 
-Hardness = Literal["easy", "medium", "hard", "extra"]
-HARDNESS_LEVELS: tuple[Hardness, ...] = ("easy", "medium", "hard", "extra")
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
+if TYPE_CHECKING:  # sqlglot is imported on the first parse: a process that only judges results skips it
+    from sqlglot import exp
+    from sqlglot.dialects.dialect import Dialect
 
 DEFAULT_DIALECT = "sqlite"
 #: Longer SQL counts as a parse failure: real queries are far shorter, and a policy that emits
@@ -119,6 +119,9 @@ def parse_sql(
 def parse_statements(text: str, dialect: str = DEFAULT_DIALECT) -> list[exp.Expr] | ParseFailure:
     """Every statement of ``text`` (stripped and checked against the size limits by the caller), or
     why sqlglot could not parse it: its errors, and its bugs, are values."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
         return [s for s in sqlglot.parse(text, read=_dialect(dialect)) if s is not None]
     except SqlglotError as error:
@@ -132,6 +135,8 @@ def parse_statements(text: str, dialect: str = DEFAULT_DIALECT) -> list[exp.Expr
 @cache
 def _dialect(name: str) -> Dialect:
     """One instance per dialect name (sqlglot would build one per parse; parsing leaves it unchanged)."""
+    from sqlglot.dialects.dialect import Dialect
+
     return Dialect.get_or_raise(name)
 
 

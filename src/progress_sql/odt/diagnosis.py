@@ -34,68 +34,18 @@ With a schema, SQLite itself judges the syntax first (sqlglot accepts more than 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
-
 from progress_sql.data.schema import Schema
-from progress_sql.odt.build import OdtNode, build_odt
+from progress_sql.odt.build import build_odt
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.dml import compare_scripts, is_write_script, script_profiles
-from progress_sql.odt.feedback import feedback_text
+from progress_sql.odt.records import Diagnosis, DiagnosisStatus, GoldReference
 from progress_sql.odt.score import compare_trees
 from progress_sql.odt.tags import TAG_ORDER, Finding
 from progress_sql.sql.lexical import bigrams, lexical_similarity
 from progress_sql.sql.parse import ParseFailure
 from progress_sql.sql.verdict import engine_rejection
 
-DiagnosisStatus = Literal["ok", "pred_unparsable", "gold_unparsable"]
 _DEFAULT = OdtConfig()
-
-
-@dataclass(frozen=True, slots=True)
-class GoldReference:
-    """The gold query, parsed, profiled and tokenized once."""
-
-    sql: str
-    tree: OdtNode | ParseFailure
-    grams: frozenset[tuple[str, ...]]
-    schema: Schema | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
-    """Everything the ODT says about one prediction.
-
-    ``f_struct`` and ``features`` are for rewards and analysis; the policy only sees ``feedback``.
-    """
-
-    status: DiagnosisStatus
-    f_struct: float
-    f_lex: float
-    tags: tuple[str, ...]
-    features: Mapping[str, float] = field(default_factory=dict)
-    reason: str | None = None
-    #: Every tag with where it was found (``tags`` holds the distinct codes).
-    findings: tuple[Finding, ...] = ()
-    #: The config whose messages :attr:`feedback` uses.
-    config: OdtConfig = field(default=_DEFAULT, repr=False)
-    _feedback: str | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def feedback(self) -> str:
-        """The next user turn (:func:`feedback_text` of the findings), built on first use: a reward
-        loop that writes its own feedback (the environment's levels) never pays for it."""
-        text = self._feedback
-        if text is None:
-            text = feedback_text(self.findings, self.status, self.config)
-            object.__setattr__(self, "_feedback", text)  # a cache, not state: frozen otherwise
-        return text
-
-    @property
-    def f(self) -> float:
-        """The combined alignment F = (F_struct + F_lex) / 2."""
-        return (self.f_struct + self.f_lex) / 2
 
 
 def prepare_gold(sql: str, schema: Schema | None = None, config: OdtConfig = _DEFAULT) -> GoldReference:
