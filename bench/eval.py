@@ -26,6 +26,11 @@ The official evaluator has no working timeout (its ``asyncio.wait_for`` wraps a 
 ``--official-memory-gib`` of resident memory and recorded as not finished (a lower bound on its time);
 it is then not repeated for that file.
 
+Every command runs as on a user's machine, with Python's bytecode cache: the sources of both
+programs (our ``src/``, the ``--baseline-src`` tree, the official evaluator's files) are compiled
+once before the timed runs and ``PYTHONDONTWRITEBYTECODE`` is removed from their environment (set
+here, it would make each run compile every module of the package from source again).
+
     .venv/bin/python bench/eval.py --official-source PATH [--models 1 2 3 4 5] [--repeat 5]
 """
 
@@ -46,7 +51,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,6 +156,18 @@ def resident_bytes(pid: int) -> int:
         return 0
     found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
     return int(found.group(1)) * 1024 if found else 0
+
+
+def with_bytecode_cache(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without ``PYTHONDONTWRITEBYTECODE``: the programs read compiled modules, as installed."""
+    return {key: value for key, value in environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_sources(python: str, *folders: Path) -> None:
+    """Write the bytecode cache of every module below ``folders`` with ``python`` (untimed)."""
+    subprocess.run(
+        [python, "-m", "compileall", "-q", *map(str, folders)], check=True, env=with_bytecode_cache(os.environ)
+    )
 
 
 def run_timed(
@@ -271,8 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         punkt.mkdir(parents=True)
         for name in PUNKT_FILES:
             (punkt / name).touch()
-        official_env = {**os.environ, "NLTK_DATA": str(scratch / "nltk_data")}
+        environ = with_bytecode_cache(os.environ)
+        official_env = {**environ, "NLTK_DATA": str(scratch / "nltk_data")}
         official_env.pop("PYTHONPATH", None)
+        compile_sources(sys.executable, ROOT / "src", *([args.baseline_src] if args.baseline_src else []))
+        compile_sources(str(python), official_dir)
         for model in args.models:
             predictions = folder / f"model_{model}.txt"
             inputs = scratch / f"model_{model}"
@@ -285,18 +305,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "--db", str(spider / "database"), "--etype", "exec"]  # fmt: skip
             baseline_env = None
             if args.baseline_src is not None and model in args.baseline_models:
-                baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline_src)}
+                baseline_env = {**environ, "PYTHONPATH": str(args.baseline_src)}
             warm_command = [*ours_command[:-1], str(inputs / "run-warm"), "--cache-dir", str(inputs / "cache")]
             if args.warm:  # fills the cache; untimed
-                run_timed(warm_command, cwd=ROOT, env=dict(os.environ))
+                run_timed(warm_command, cwd=ROOT, env=dict(environ))
             ours: list[Timing] = []
             warm: list[Timing] = []
             baseline: list[Timing] = []
             official: list[Timing] = []
             for repeat in range(args.repeat):  # interleaved: all see the same machine load
-                ours.append(run_timed(ours_command, cwd=ROOT, env=dict(os.environ)))
+                ours.append(run_timed(ours_command, cwd=ROOT, env=dict(environ)))
                 if args.warm:
-                    warm.append(run_timed(warm_command, cwd=ROOT, env=dict(os.environ)))
+                    warm.append(run_timed(warm_command, cwd=ROOT, env=dict(environ)))
                 if baseline_env is not None:
                     baseline.append(run_timed(ours_command, cwd=ROOT, env=baseline_env))
                 if not official or official[-1].finished:
