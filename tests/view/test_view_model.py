@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,19 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
+from progress_sql.data.tasks import load_task
+from progress_sql.env.rollout import EpisodeRecord
 from progress_sql.errors import DatasetError
+from progress_sql.execution.compare import get_preset
+from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.execution.worker import ExecJob
 from progress_sql.runfolder import RunFolder
-from progress_sql.types import PREVIEW_ROWS
+from progress_sql.types import PREVIEW_ROWS, ExecResult, ResultPreview, plain
 from progress_sql.view import PAGE_FILE, read_run, render
-from progress_sql.view.context import CONTEXT_FILE
+from progress_sql.view.context import CONTEXT_FILE, example_contexts
 from progress_sql.view.page import DETAIL_TYPE, unpack
-from tests.cli.test_run_folders import _audit, _eval, _rollout
+from tests.cli.test_run_folders import _audit, _eval, _questions, _rollout, answer
 
 runner = CliRunner()
 
@@ -59,9 +66,74 @@ def test_eval_writes_the_page_and_its_contexts_by_default(eval_run: Path) -> Non
     assert all("gold" not in (view.get("context") or {}) for view in views)
     contexts = [json.loads(line) for line in (eval_run / CONTEXT_FILE).read_text().splitlines()]
     assert [c["index"] for c in contexts] == [r["index"] for r in records]
-    assert all(c["gold"] is None and c["predicted"] is None for c in contexts)
+    assert all("gold" not in c and "predicted" not in c for c in contexts)
     assert all(r["gold_result"]["status"] == "ok" and len(r["gold_result"]["rows"]) <= PREVIEW_ROWS for r in records)
     assert all(r["pred_result"] is not None for r in records if r["sql"])
+
+
+def test_rollout_records_keep_both_results_and_the_page_runs_no_query_again(
+    music_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first rows of the gold's result and of the final SQL's come from the episode itself: the
+    model's SQL runs once per answer (the page ran each final SQL again, and every gold in a second store)."""
+    questions = _questions(music_dir)
+    replay = tmp_path / "replay.jsonl"  # every other question: a wrong first answer, then the gold
+    replay.write_text("".join(
+        json.dumps({"key": q["question"],
+                    "responses": [answer(q["query"])] if k % 2 else [answer("SELECT 1"), answer(q["query"])]}) + "\n"
+        for k, q in enumerate(questions)
+    ))  # fmt: skip
+    answers: list[str] = []
+    run_pred = GoldStore.run_pred
+    monkeypatch.setattr(GoldStore, "run_pred", lambda self, ex, sql: answers.append(sql) or run_pred(self, ex, sql))
+    jobs: list[ExecJob] = []  # every query the pool ran
+    run_many = ExecutionPool.run_many
+    monkeypatch.setattr(ExecutionPool, "run_many", lambda p, run, **kw: jobs.extend(run) or run_many(p, run, **kw))
+    out = tmp_path / "run"
+    task = str(music_dir / "questions.json")
+    options = ["--backend", "replay", "--replay", str(replay), "--turns", "2", "--out", str(out), "--workers", "1"]
+    result = runner.invoke(app, ["rollout", "--task", task, *options])
+    assert result.exit_code == 0, result.output
+    records = RunFolder(out).read_records()
+    turns = [turn for record in records for turn in record["turns"]]
+    assert len(turns) == len(questions) + (len(questions) + 1) // 2  # the wrong first answers took a second turn
+    assert answers == [turn["sql"] for turn in sorted(turns, key=lambda t: t["turn"])]  # each answer ran once
+    golds = Counter(job.sql for job in jobs) - Counter(answers)  # the answers' jobs go through run_many too
+    assert golds.total() == len(jobs) - len(answers)
+    assert set(golds.values()) == {1}  # each gold query ran once (the page's second store ran them all again)
+    with GoldStore(get_preset("spider")) as store:
+        examples = load_task(str(music_dir / "questions.json"), None)
+        for record in records:
+            example = examples[record["index"]]
+            gold = ResultPreview.of(store.prepare(example).results[0], PREVIEW_ROWS)
+            final: ExecResult = store.run_pred(example, record["turns"][-1]["sql"])
+            assert record["gold_result"] == json.loads(json.dumps(plain(gold))), record["index"]
+            assert record["pred_result"] == json.loads(json.dumps(plain(ResultPreview.of(final, PREVIEW_ROWS))))
+    contexts = [json.loads(line) for line in (out / CONTEXT_FILE).read_text().splitlines()]
+    assert [c["index"] for c in contexts] == [r["index"] for r in records]
+    assert all("gold" not in c and "predicted" not in c for c in contexts)
+    views = page_details((out / PAGE_FILE).read_text(encoding="utf-8"))
+    assert all(view["record"]["pred_result"]["status"] == "ok" for view in views)
+
+
+def test_contexts_run_no_query_and_take_a_gold_problem_from_its_record(
+    music_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``eval --ray`` builds on the driver beside the records the nodes judged: no gold runs there."""
+
+    def refuse(*_: Any, **__: Any) -> None:
+        raise AssertionError("a query ran for the page's contexts")
+
+    monkeypatch.setattr(ExecutionPool, "run_many", refuse)
+    examples = load_task(str(music_dir / "questions.json"), None)[:3]
+    records = [EpisodeRecord(examples[0].index, examples[0].db_id, "ok"),
+               EpisodeRecord(examples[1].index, examples[1].db_id, "gold_invalid", "gold failed: no such table: x"),
+               EpisodeRecord(examples[2].index, examples[2].db_id, "skipped", "database not found")]  # fmt: skip
+    with GoldStore(get_preset("spider")) as schemas:
+        contexts = example_contexts(examples, {examples[0].index: "SELECT name FROM singer"}, records, schemas)
+    assert [c.problem for c in contexts] == [None, "gold failed: no such table: x", None]
+    assert contexts[0].predicted_sql == "SELECT name FROM singer"
+    assert "singer" in contexts[0].schema
 
 
 def test_no_view_writes_neither_page_nor_contexts(music_dir: Path, tmp_path: Path) -> None:

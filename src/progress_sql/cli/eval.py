@@ -209,9 +209,7 @@ def eval_command(
                 from progress_sql.view.context import example_contexts  # only with the page
 
                 with GoldStore(chosen, limits=inputs.limits) as schemas:
-                    contexts = example_contexts(
-                        examples, {r.index: r.sql for r in records}, schemas, with_results=False
-                    )
+                    contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, schemas)
         else:
             assert isinstance(pool, ExecutionPool)
             total = present * (1 + n)
@@ -243,7 +241,7 @@ def eval_command(
             if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
                 from progress_sql.view.context import example_contexts  # only with the page
 
-                contexts = example_contexts(examples, {r.index: r.sql for r in records}, store, with_results=False)
+                contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, store)
     summary = summarize_run(
         inputs, records, gold_cache=gold_cache or {"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,

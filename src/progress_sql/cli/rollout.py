@@ -15,19 +15,16 @@ from progress_sql.backends.registry import BACKENDS, make_backend
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.data.tasks import load_task
-from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
+from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig, make_store
 from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
 from progress_sql.evaluation.run import engine_settings
 from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.runfolder import RunSummary, basic_report
-from progress_sql.types import plain
+from progress_sql.types import PREVIEW_ROWS, plain
 from progress_sql.view.context import example_contexts, write_contexts
 
 
@@ -86,6 +83,7 @@ def rollout_command(
         progress_bar("rollout", console=common.stderr) as bar,
     ):
         job = bar.add_task("turns", total=len(examples) * turns)
+        store = make_store(config, pool=pool, cache=GoldCache())
         try:
             records = run_rollouts(
                 examples,
@@ -93,15 +91,15 @@ def rollout_command(
                 config,
                 generation,
                 pool,
-                cache=GoldCache(),
+                store=store,
+                preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
                 progress=lambda n: bar.advance(job, n),
             )
         except BackendError as error:
             common.fail(f"generation failed: {error}")
-        if view:  # what the page's example view shows beside the records: questions, gold SQL, result rows
-            store = GoldStore(get_preset(preset), pool=pool, limits=ExecLimits(timeout_s=timeout))
+        if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
             last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
-            contexts = example_contexts(examples, last, store)
+            contexts = example_contexts(examples, last, records, store)
     spec = get_reward(reward)
     metrics = summarize_rollouts(records, turns)
     settings = {

@@ -217,6 +217,7 @@ class SQLRefineEnv(Closing):
         self._asks: list[str | None] = []  # per clarifying question: the open slot it addressed
         self._first_answer: tuple[bool, bool] | None = None  # (answered before asking about a slot, matched)
         self._checks_share: float | None = None
+        self._last_result: ExecResult | None = None
         #: Seconds spent per stage (gold, extract, execute, compare, odt, reward, feedback) since creation.
         self.stage_seconds: dict[str, float] = {}
 
@@ -233,6 +234,7 @@ class SQLRefineEnv(Closing):
         self._asks = []
         self._first_answer = None
         self._checks_share = None
+        self._last_result = None
         details = self.store.details(example.db_path, self.config.schema_profile)
         return opening_messages(
             example, details, db_engine=self.config.odt.db_engine, allow_ask=self.config.tasks.offer_ask
@@ -252,6 +254,7 @@ class SQLRefineEnv(Closing):
             return self._ask(response, extracted)
         self._turn_count += 1
         result = store.run_pred(example, extracted.sql) if extracted.sql else _NO_SQL
+        self._last_result = result if extracted.sql else None
         clock.lap("execute")
         checks: tuple[int, int] | None = None
         if example.write is not None:
@@ -307,6 +310,7 @@ class SQLRefineEnv(Closing):
         assert self._example is not None
         assert extracted.ask is not None
         self._turn_count += 1
+        self._last_result = None
         reply = self.user.answer(self._example, extracted.ask)
         open_slot = reply.slot if reply.slot is not None and reply.slot not in self._asks else None
         self._asks.append(open_slot)
@@ -340,6 +344,12 @@ class SQLRefineEnv(Closing):
     def episode_reward(self) -> RewardBreakdown:
         """The reward of the episode so far (what the last turn carries once it ends)."""
         return self._score()
+
+    @property
+    def last_result(self) -> ExecResult | None:
+        """What the last turn's SQL gave when it ran (None before the first turn, after a turn without
+        SQL and after a clarifying question): a rollout keeps its first rows instead of running it again."""
+        return self._last_result
 
     @property
     def trajectory(self) -> Trajectory:

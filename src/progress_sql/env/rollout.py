@@ -16,9 +16,10 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import GoldQueryError
 from progress_sql.execution.cache import GoldCache
+from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import TASK_KINDS, Example, RewardBreakdown, TaskKind
+from progress_sql.types import TASK_KINDS, Example, ExecResult, ResultPreview, RewardBreakdown, TaskKind
 
 Progress = Callable[[int], None]
 EpisodeStatus = Literal["ok", "gold_invalid", "skipped"]
@@ -28,7 +29,11 @@ DIGITS = 6
 
 @dataclass(frozen=True, slots=True)
 class EpisodeRecord:
-    """One example's rollout; its samples.jsonl line is ``types.plain(record, DIGITS)``."""
+    """One example's rollout; its samples.jsonl line is ``types.plain(record, DIGITS)``.
+
+    ``gold_result`` / ``pred_result``: the first rows of the gold's result and of the result of the
+    SQL the episode ended with, as the environment ran them (only when :func:`run_rollouts` is asked
+    for ``preview_rows``; ``pred_result`` None when the last turn had no SQL or asked a question)."""
 
     index: int
     db_id: str
@@ -39,6 +44,8 @@ class EpisodeRecord:
     k_star: int | None = None
     #: The example's task kind (docs/tasks.md): the summary breaks results down by it.
     kind: TaskKind = "read"
+    gold_result: ResultPreview | None = None
+    pred_result: ResultPreview | None = None
 
 
 def run_rollouts(
@@ -49,13 +56,18 @@ def run_rollouts(
     pool: ExecutionPool,
     *,
     cache: GoldCache | None = None,
+    store: GoldStore | None = None,
+    preview_rows: int = 0,
     progress: Progress | None = None,
 ) -> list[EpisodeRecord]:
     """One episode per example (``generation.n`` must be 1); records in example order. The
-    environments share one gold store over ``pool`` and ``cache``."""
+    environments share one gold store: ``store`` (built for ``config``), else one over ``pool`` and
+    ``cache``. ``preview_rows`` > 0 keeps that many first rows of the gold's and the final SQL's
+    results in each record (what the run explorer shows; nothing runs again for it)."""
     if generation.n != 1:
         raise ValueError("rollouts sample one response per turn (GenerationConfig.n = 1)")
-    store = make_store(config, pool=pool, cache=cache)
+    if store is None:
+        store = make_store(config, pool=pool, cache=cache)
     records: list[EpisodeRecord | None] = [None] * len(examples)
     turns: list[list[TurnRecord]] = [[] for _ in examples]
     active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
@@ -81,9 +93,10 @@ def run_rollouts(
             turns[position].append(step.info)
             if step.terminated or step.truncated:
                 example = examples[position]
+                gold, pred = _previews(store, example, env.last_result, preview_rows)
                 records[position] = EpisodeRecord(
                     example.index, example.db_id, "ok", "", tuple(turns[position]), step.info.reward,
-                    env.trajectory.k_star, example.kind,
+                    env.trajectory.k_star, example.kind, gold, pred,
                 )  # fmt: skip
                 _advance(progress, config.max_turns - step.info.turn + 1)
             else:
@@ -94,6 +107,18 @@ def run_rollouts(
         active = still_active
     assert all(record is not None for record in records)  # every episode ends within max_turns
     return [record for record in records if record is not None]
+
+
+def _previews(
+    store: GoldStore, example: Example, last: ExecResult | None, rows: int
+) -> tuple[ResultPreview | None, ResultPreview | None]:
+    """The first ``rows`` rows of the example's gold result (prepared by the store already) and of
+    ``last``, the final SQL's result; (None, None) when no rows are asked for."""
+    if rows <= 0:
+        return None, None
+    results = store.prepare(example).results
+    gold = ResultPreview.of(results[0], rows) if results else None
+    return gold, None if last is None else ResultPreview.of(last, rows)
 
 
 def _unscored(example: Example, status: EpisodeStatus, reason: str) -> EpisodeRecord:

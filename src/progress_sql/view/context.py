@@ -1,5 +1,6 @@
-"""What a run's records leave out and its example view shows: the question, the gold SQL, the tables
-the gold and the final prediction name (with their columns) and the first rows of both results.
+"""What a run's records leave out and its example view shows: the question, the gold SQL and the
+tables the gold and the final prediction name (with their columns). The first rows of both results
+are in the records themselves (``gold_result`` / ``pred_result``: eval's and rollout's keep them).
 
 ``eval`` and ``rollout`` write it into their run folder as ``examples.jsonl`` (one line per example,
 by ``index``), so that the page is built from the run folder alone (docs/view.md)."""
@@ -10,11 +11,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from progress_sql.errors import DatasetError
 from progress_sql.execution.gold import GoldStore
 from progress_sql.runfolder import write_jsonl
-from progress_sql.types import PREVIEW_ROWS, Example, ResultPreview
+from progress_sql.types import Example
 
 #: The run folder's file of example contexts.
 CONTEXT_FILE = "examples.jsonl"
@@ -22,9 +24,8 @@ CONTEXT_FILE = "examples.jsonl"
 
 @dataclass(frozen=True, slots=True)
 class ExampleContext:
-    """One example's inputs and results for the page; ``schema`` maps each table named by the gold or
-    the predicted SQL to its columns; ``gold`` / ``predicted`` are None when they were not asked for
-    (``eval``'s records carry the results they were judged on themselves)."""
+    """One example's inputs for the page; ``schema`` maps each table named by the gold or the
+    predicted SQL to its columns; ``problem``: why the database or the gold could not be used."""
 
     index: int
     db_id: str
@@ -32,8 +33,6 @@ class ExampleContext:
     gold_sql: str
     predicted_sql: str | None
     schema: Mapping[str, tuple[str, ...]]
-    gold: ResultPreview | None
-    predicted: ResultPreview | None
     problem: str | None = None
 
 
@@ -49,18 +48,27 @@ def tables_named(sql: str | None, tables: Sequence[str]) -> list[str]:
     return [table for table in tables if table.lower() in words]
 
 
+class _Ended(Protocol):
+    """What :func:`example_contexts` reads of a run's record (an eval's or a rollout's)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
 def example_contexts(
     examples: Sequence[Example],
     predicted: Mapping[int, str | None],
-    store: GoldStore,
-    *,
-    rows: int = PREVIEW_ROWS,
-    with_results: bool = True,
+    records: Sequence[_Ended],
+    schemas: GoldStore,
 ) -> list[ExampleContext]:
     """The context of every example: ``predicted`` maps an example's index to the SQL its record
-    ends with (None: no SQL). ``with_results``: the first ``rows`` rows of the gold's result (prepared
-    once by the store) and of that SQL's (run again in the store's pool: for records that keep no
-    rows, a rollout's); without it nothing runs."""
+    ends with (None: no SQL); a record whose gold could not be used gives its reason as the problem.
+    ``schemas`` reads each database's schema once; no query runs."""
+    problems = {r.index: r.reason for r in records if r.status == "gold_invalid"}
     contexts = []
     for example in examples:
         sql = predicted.get(example.index)
@@ -68,15 +76,12 @@ def example_contexts(
             contexts.append(_without_database(example, sql, "database absent"))
             continue
         try:
-            schema = store.schema(example.db_path)
-            prepared = store.prepare(example)
+            schema = schemas.schema(example.db_path)
         except DatasetError as error:  # an unreadable database: the page says so
             contexts.append(_without_database(example, sql, str(error)))
             continue
         names = list(dict.fromkeys(tables_named(example.gold_sql, list(schema.tables)) +
                                    tables_named(sql, list(schema.tables))))  # fmt: skip
-        gold = ResultPreview.of(prepared.results[0], rows) if with_results and prepared.results else None
-        pred = ResultPreview.of(store.run_pred(example, sql), rows) if with_results and sql else None
         contexts.append(
             ExampleContext(
                 example.index,
@@ -85,9 +90,7 @@ def example_contexts(
                 example.gold_sql,
                 sql,
                 {name: schema.tables[name] for name in names},
-                gold,
-                pred,
-                prepared.error,
+                problems.get(example.index),
             )
         )
     return contexts
@@ -101,4 +104,4 @@ def write_contexts(out: Path, contexts: Sequence[ExampleContext]) -> Path:
 
 def _without_database(example: Example, sql: str | None, why: str) -> ExampleContext:
     """The context of an example whose database cannot be read: no tables, no results, the reason."""
-    return ExampleContext(example.index, example.db_id, example.question, example.gold_sql, sql, {}, None, None, why)
+    return ExampleContext(example.index, example.db_id, example.question, example.gold_sql, sql, {}, why)

@@ -336,6 +336,7 @@
     else if (data.kind === "eval") drawTurns(box, [record], ctx);  // an eval record is its answer's one turn
     if (record.reward && record.reward.components) drawReward(box, record.reward);
     else if (d.reward && d.reward.components && Object.keys(d.reward.components).length) drawReward(box, d.reward);
+    // The records keep the first rows; the contexts of run folders from before that (a rollout's) held them.
     var results = {gold: record.gold_result || (ctx && ctx.gold), predicted: record.pred_result || (ctx && ctx.predicted)};
     if (results.gold || results.predicted) drawResults(box, results, record.reason);
     if (d.findings && d.findings.length) {
