@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 pytest.importorskip("trl", reason="training needs the [trl] extra")
 
 from progress_sql.cli import app
-from progress_sql.training.recipe import TrainConfig, run_embedded
+from progress_sql.prompts import CompactFormat
+from progress_sql.training.recipe import TrainConfig, embedded_data, evaluate, load_checkpoint, run_embedded
 from progress_sql.training.report import write_report
 from progress_sql.training.rl import RLSettings
 
@@ -88,6 +89,33 @@ def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
     assert second.rl["progressive"].steps == 2
 
 
+def test_rl_keeps_the_weights_of_its_best_validation_check(tmp_path: Path) -> None:
+    """With a check after every step, the saved final RL model is the one of the best check (step 0: the
+    warm start), scored on the held-out sets; the last step's EX is reported beside it when they differ."""
+    out = tmp_path / "run"
+    config = replace(tiny_config(out, steps=3), rl_check_every=1, sft_validation_size=12)
+    result = run_embedded(config, no_bar)
+    selection = result.rl_selection["progressive"]
+    checks = selection["checks"]
+    assert [c["step"] for c in checks] == [0, 1, 2, 3]
+    best = max(c["validation_ex"] for c in checks)
+    assert selection["chosen_step"] == next(c["step"] for c in checks if c["validation_ex"] == best)
+    assert selection["last_step"] == 3
+    validation = {"validation": list(embedded_data(config).pool.validation)}
+    assert len(validation["validation"]) == 12
+    final, tokenizer = load_checkpoint(out / "rl" / "final")
+    assert evaluate(final, tokenizer, CompactFormat(), validation)["validation"].ex == pytest.approx(best, abs=1e-4)
+    assert evaluate(final, tokenizer, CompactFormat(), dict(embedded_data(config).held_out)) == result.after
+    summary = json.loads(write_report(result, out).with_name("summary.json").read_text())
+    assert summary["rl_selection"]["progressive"] == selection
+    assert (summary["heldout_last_step"] is None) == (selection["chosen_step"] == 3)
+    assert "EX after RL is that of the kept weights (`progressive`): step" in (out / "report.md").read_text()
+
+    last = run_embedded(replace(config, out=tmp_path / "last", rl_select="last"), no_bar)
+    assert last.rl_selection == {}
+    assert last.last_after == {}
+
+
 def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--reward", "nope"])
     assert result.exit_code == 2
@@ -112,6 +140,12 @@ def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "--out", str(tmp_path), "--filter", "lenient"])
     assert result.exit_code == 2
     assert "unknown filter set 'lenient'" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--rl-select", "best"])
+    assert result.exit_code == 2
+    assert "rl_select must be one of last, validation, got 'best'" in result.output
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--rl-check-every", "0"])
+    assert result.exit_code == 2
+    assert "rl_check_every must be >= 1" in result.output
 
 
 def test_training_examples_are_filtered_with_reasons_beside_the_run(tmp_path: Path, music_dir: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 from rich.table import Table
@@ -38,8 +38,17 @@ from progress_sql.cli._common import (
 from progress_sql.evaluation.run import engine_settings
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunFolder, RunSummary
-from progress_sql.training.recipe import EMBEDDED_RL, EMBEDDED_SIZES, REAL_MODEL_RL, SFT_STEPS, SFT_TARGET
+from progress_sql.training.recipe import (
+    EMBEDDED_RL,
+    EMBEDDED_SIZES,
+    REAL_MODEL_RL,
+    RL_CHECK_EVERY,
+    RL_SELECT,
+    SFT_STEPS,
+    SFT_TARGET,
+)
 from progress_sql.training.rl import REPORT_BACKENDS, LoraSettings, RLSettings, world_rank
+from progress_sql.training.selection import RLSelect
 
 _LORA = LoraSettings()
 
@@ -143,6 +152,15 @@ def train_command(
         help="End the warm start (after a cool-down) once greedy EX on a validation set drawn from the RL pool "
         "reaches this share; 0: run all --sft-steps with the fixed schedule.",
     ),
+    rl_select: str = typer.Option(
+        RL_SELECT,
+        "--rl-select",
+        help="Which RL step's weights the embedded default keeps and scores: validation (the best greedy EX on "
+        "the validation set, checked every --rl-check-every steps from step 0, the warm start) or last.",
+    ),
+    rl_check_every: int = typer.Option(
+        RL_CHECK_EVERY, "--rl-check-every", help="RL steps between validation checks (--rl-select)."
+    ),
     task: str | None = task_option(required=False),
     data_dir: Path | None = data_dir_option(),
     data_filter: str = typer.Option(
@@ -188,7 +206,7 @@ def train_command(
     embedded = model in EMBEDDED_SIZES
     config = TrainConfig(
         out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
-        sft_target=sft_target or None,
+        sft_target=sft_target or None, rl_select=cast(RLSelect, rl_select), rl_check_every=rl_check_every,
         threads=threads, data_filter=data_filter, allow_eval_overlap=allow_eval_overlap,
         eval_data_dirs=tuple(str(d) for d in eval_data_dir),
         rl_prompts=rl_prompts if rl_prompts is not None else (TrainConfig().rl_prompts if embedded else None),
@@ -223,7 +241,7 @@ def train_command(
         "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
-        "sft_target": sft_target or None,
+        "sft_target": sft_target or None, "rl_select": rl_select, "rl_check_every": rl_check_every,
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
         "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory, "suite": str(suite) if suite else None,
         "allow_eval_overlap": allow_eval_overlap,

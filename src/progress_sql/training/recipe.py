@@ -29,6 +29,7 @@ from progress_sql.prompts import ChatTemplateFormat, CompactFormat, Conversation
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
 from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_size
+from progress_sql.training.selection import RL_SELECT_RULES, BestOnValidation, RLSelect
 from progress_sql.training.templates import TemplateDataset
 from progress_sql.types import Example
 
@@ -74,6 +75,10 @@ def default_rl_settings(model: str, **overrides: Any) -> RLSettings:
 #: :attr:`TrainConfig.sft_target`).
 SFT_STEPS = 1200
 SFT_TARGET = 0.35
+#: The embedded default keeps the RL step with the best validation EX, checked every 50 steps (see
+#: :attr:`TrainConfig.rl_select`).
+RL_SELECT: RLSelect = "validation"
+RL_CHECK_EVERY = 50
 
 Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
@@ -98,6 +103,12 @@ class TrainConfig:
     sft_check_every: int = 50
     sft_cooldown_steps: int = 150
     sft_validation_size: int = 150
+    #: Which RL step's weights the run keeps and scores (``training/selection.py``): ``validation``, the
+    #: step with the highest greedy EX on the same validation set, checked every ``rl_check_every``
+    #: steps from step 0 (the warm start); ``last``, the last step's. The embedded default only: a
+    #: ``--task`` run has no validation set and keeps the last step.
+    rl_select: RLSelect = RL_SELECT
+    rl_check_every: int = RL_CHECK_EVERY
     #: Most distinct prompts RL may draw from (the embedded default's pool is the template pairs no
     #: supervised example and no held-out set uses); None: every training example (a real model's default).
     rl_prompts: int | None = 4000
@@ -136,6 +147,10 @@ class TrainConfig:
             raise ConfigError(
                 "sft_check_from, sft_check_every, sft_cooldown_steps and sft_validation_size must be >= 1"
             )
+        if self.rl_select not in RL_SELECT_RULES:
+            raise ConfigError(f"rl_select must be one of {', '.join(RL_SELECT_RULES)}, got {self.rl_select!r}")
+        if self.rl_check_every < 1:
+            raise ConfigError(f"rl_check_every must be >= 1, got {self.rl_check_every}")
         if self.rl_prompts is not None and self.rl_prompts < 1:
             raise ConfigError(f"rl_prompts must be >= 1, got {self.rl_prompts}")
 
@@ -162,6 +177,10 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     rl: dict[str, RLResult] = field(default_factory=dict)
     compare_after: dict[str, Accuracy] = field(default_factory=dict)
+    #: Per reward: how its kept weights were chosen (:meth:`BestOnValidation.as_dict`).
+    rl_selection: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Greedy single-turn EX of the last RL step, when the run kept another step's weights.
+    last_after: dict[str, Accuracy] = field(default_factory=dict)
     guard: str = ""
     seconds: float = 0.0
     #: The leakage guard's decision on a --task run's data (``LeakageDecision.to_dict``); the embedded
@@ -184,12 +203,13 @@ def template_set(before: dict[str, Accuracy]) -> Accuracy:
     return pooled([acc for name, acc in before.items() if name != "real_test"])
 
 
-def heldout_change(result: RunResult) -> PairedChange | None:
-    """The paired change of pooled held-out template EX (None when a side lacks per-prompt outcomes)."""
-    before, after = template_set(result.before), template_set(result.after)
-    if not before.n or len(before.matches) != before.n or len(after.matches) != after.n or before.n != after.n:
+def heldout_change(result: RunResult, after: dict[str, Accuracy] | None = None) -> PairedChange | None:
+    """The paired change of pooled held-out template EX from before RL to ``after`` (default: the kept
+    weights' EX; None when a side lacks per-prompt outcomes)."""
+    before, after_rl = template_set(result.before), template_set(result.after if after is None else after)
+    if not before.n or len(before.matches) != before.n or len(after_rl.matches) != after_rl.n:
         return None
-    return PairedChange.of(before, after)
+    return PairedChange.of(before, after_rl) if before.n == after_rl.n else None
 
 
 def evaluate(
@@ -443,9 +463,15 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
         for reward, folder, policy in runs:
             advance = phase(f"RL ({config.rl.preset}, reward {reward})", config.rl.steps)
             settings = replace(config.rl, reward=reward)
-            result.rl[reward] = run_rl(
-                policy, tokenizer, fmt, prompts, settings, folder, execution, on_step=advancer(advance)
-            )
+            selector = _selector(config, policy, tokenizer, fmt, pool.validation)
+            on_step = advancer(advance) if selector is None else _both(advancer(advance), selector.on_step)
+            result.rl[reward] = run_rl(policy, tokenizer, fmt, prompts, settings, folder, execution, on_step=on_step)
+            if selector is not None:
+                selector.check(result.rl[reward].steps)  # the last step, where it is no multiple of the interval
+                result.rl_selection[reward] = selector.as_dict(config.rl_select)
+                if reward == config.rl.reward and selector.best_step != result.rl[reward].steps:
+                    result.last_after = evaluate(policy, tokenizer, fmt, held_out)
+                selector.restore()
             policy.save_pretrained(folder / "final")
             tokenizer.save_pretrained(folder / "final")
         if config.compare_reward is not None:
@@ -464,6 +490,28 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
             "default on 2 cores: a slower or busier machine (budgets are in steps, so the figures are unaffected)"
         )
     return result
+
+
+def _selector(
+    config: TrainConfig, model: Any, tokenizer: Any, fmt: CompactFormat, validation: Sequence[Example]
+) -> BestOnValidation | None:
+    """The RL run's checkpoint selector with its step-0 check (the warm start), or None when the
+    last step's weights are kept (``rl_select = "last"``, or no validation set)."""
+    if config.rl_select != "validation" or not validation:
+        return None
+    sets = {"validation": list(validation)}
+    selector = BestOnValidation(model, lambda: evaluate(model, tokenizer, fmt, sets)["validation"].ex,
+                                config.rl_check_every)  # fmt: skip
+    selector.check(0)
+    return selector
+
+
+def _both(first: Callable[[int], None], second: Callable[[int], None]) -> Callable[[int], None]:
+    def call(step: int) -> None:
+        first(step)
+        second(step)
+
+    return call
 
 
 def advancer(advance: Callable[[int], None]) -> Callable[[int], None]:

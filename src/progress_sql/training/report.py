@@ -30,12 +30,13 @@ def _window(records: list[dict[str, Any]], key: str, first: bool, size: int = 10
     return statistics.fmean(part)
 
 
-def _heldout(result: RunResult) -> dict[str, Any] | None:
-    """The headline: pooled held-out template EX before and after RL with the paired difference."""
-    change = heldout_change(result)
+def _heldout(result: RunResult, after_rl: dict[str, Accuracy] | None = None) -> dict[str, Any] | None:
+    """The headline: pooled held-out template EX before and after RL (``after_rl``: other weights'
+    EX, the last step's) with the paired difference."""
+    change = heldout_change(result, after_rl)
     if change is None:
         return None
-    before, after = template_set(result.before), template_set(result.after)
+    before, after = template_set(result.before), template_set(result.after if after_rl is None else after_rl)
     return {
         "sets": [name for name in result.before if name != "real_test"],
         "n": change.n,
@@ -77,6 +78,9 @@ def summary(result: RunResult) -> dict[str, Any]:
         "data": result.data_sizes,
         "sft": result.sft,
         "heldout": _heldout(result),
+        # How the kept RL weights were chosen, and the last step's pooled EX when they are another step's.
+        "rl_selection": result.rl_selection,
+        "heldout_last_step": _heldout(result, result.last_after) if result.last_after else None,
         "ex_before": {k: v.as_dict() for k, v in result.before.items()},
         "ex_after": {k: v.as_dict() for k, v in result.after.items()},
         "ex_after_compared_reward": {k: v.as_dict() for k, v in result.compare_after.items()},
@@ -177,6 +181,28 @@ def _headline(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _selection_lines(data: dict[str, Any]) -> list[str]:
+    """Which RL step's weights were kept and scored, the validation checks, and the last step's
+    pooled held-out EX beside the kept weights' when they differ."""
+    lines = []
+    for reward, selection in (data.get("rl_selection") or {}).items():
+        curve = ", ".join(f"{c['step']}: {100 * c['validation_ex']:.1f}%" for c in selection["checks"])
+        lines.append(
+            f"EX after RL is that of the kept weights (`{reward}`): step {selection['chosen_step']} of "
+            f"{selection['last_step']}, the best greedy EX on the validation prompts (`--rl-select "
+            f"{selection['rule']}`; step 0 is the warm start; checks every {selection['every']} steps, "
+            f"step: EX: {curve})."
+        )
+    last = data.get("heldout_last_step")
+    if last:
+        lines.append(
+            f"The last step's weights, for comparison: held-out template EX {100 * last['ex_before']:.1f}% -> "
+            f"{100 * last['ex_after']:.1f}%, paired change {100 * last['diff']:+.1f} points "
+            f"(SE {100 * last['se_diff']:.1f})."
+        )
+    return [*lines, ""] if lines else []
+
+
 def _sft_line(sft: dict[str, Any]) -> str:
     if not sft:
         return "None (a pretrained model)."
@@ -243,6 +269,7 @@ def write_report(result: RunResult, out: Path) -> Path:
         "prompts are scored before and after, so the change is paired (its standard error below).",
         "",
         *_headline(data),
+        *_selection_lines(data),
         "| held-out set | n | EX before (%) | EX after (%) | change |",
         "|---|---:|---:|---:|---:|",
         *(_row(name, result.before[name], result.after[name]) for name in result.before if name in result.after),
