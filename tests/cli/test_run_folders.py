@@ -109,12 +109,17 @@ def fake_training(monkeypatch: pytest.MonkeyPatch) -> None:
     def run_embedded(config: recipe.TrainConfig, phase: Any) -> recipe.RunResult:
         config.out.mkdir(parents=True, exist_ok=True)
         steps = [{"step": 1, "reward": 0.5, "rewards/fmt/mean": 0.5}, {"step": 2, "reward": 0.75}]
+        checks = [{"step": step, "validation_ex": ex} for step, ex in ((0, 0.25), (1, 0.5), (2, 0.5))]
+        # the kept weights are step 1's (a tie with step 2 keeps the earlier), the last step's EX beside them
+        selection = {"rule": "validation", "every": 1, "checks": checks, "chosen_step": 1, "last_step": 2}
         return recipe.RunResult(
             config,
             data_sizes={"rl_prompts": 4},
-            before={"heldout": recipe.Accuracy(4, 1)},
-            after={"heldout": recipe.Accuracy(4, 2)},
+            before={"heldout": recipe.Accuracy.of([True, False, False, False])},
+            after={"heldout": recipe.Accuracy.of([True, True, False, False])},
             rl={"progressive": RLResult(steps=2, seconds=0.1, metrics=steps)},
+            rl_selection={"progressive": selection},
+            last_after={"heldout": recipe.Accuracy.of([True, False, True, False])},
             guard="kept the RL model",
             seconds=0.2,
         )

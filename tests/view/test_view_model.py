@@ -24,7 +24,7 @@ from progress_sql.types import PREVIEW_ROWS, ExecResult, ResultPreview, plain
 from progress_sql.view import PAGE_FILE, read_run, render
 from progress_sql.view.context import CONTEXT_FILE, example_contexts
 from progress_sql.view.page import DETAIL_TYPE, unpack
-from tests.cli.test_run_folders import _audit, _eval, _questions, _rollout, answer
+from tests.cli.test_run_folders import _audit, _eval, _questions, _rollout, answer, fake_training  # noqa: F401
 
 runner = CliRunner()
 
@@ -134,6 +134,25 @@ def test_contexts_run_no_query_and_take_a_gold_problem_from_its_record(
     assert [c.problem for c in contexts] == [None, "gold failed: no such table: x", None]
     assert contexts[0].predicted_sql == "SELECT name FROM singer"
     assert "singer" in contexts[0].schema
+
+
+def test_a_train_page_shows_the_kept_rl_step_and_the_last_steps_ex(
+    tmp_path: Path,
+    fake_training: None,  # noqa: F811
+) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["train", "--out", str(out), "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    page = read_run(out)
+    metrics = {m.label: m for m in page.metrics}
+    assert metrics["held-out EX after RL"].value == 0.5
+    assert metrics["held-out EX, last RL step"].value == 0.5
+    assert metrics["held-out EX, last RL step"].n == 4
+    table = next(t for t in page.tables if t["title"].startswith("RL checkpoint selection (progressive"))
+    assert [(row["step"], row["validation EX"], row["kept"]) for row in table["rows"]] == [
+        (0, 0.25, ""), (1, 0.5, "kept"), (2, 0.5, ""),
+    ]  # fmt: skip
+    assert "EX after RL is that of the kept weights (`progressive`): step 1 of 2" in (out / "report.md").read_text()
 
 
 def test_no_view_writes_neither_page_nor_contexts(music_dir: Path, tmp_path: Path) -> None:

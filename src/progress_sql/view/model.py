@@ -338,11 +338,21 @@ def _train_page(run: Path, summary: dict[str, Any]) -> Page:
             Metric("held-out EX after RL", heldout.get("ex_after"), n, heldout.get("se_after")),
             Metric("paired change", heldout.get("diff"), n, heldout.get("se_diff")),
         ]
+    last = summary.get("heldout_last_step")
+    if last:  # the kept weights are another step's: the last step's EX beside them
+        headline.append(Metric("held-out EX, last RL step", last.get("ex_after"), last.get("n"), last.get("se_after")))
     sets = []
     for name, before in (summary.get("ex_before") or {}).items():
         after = (summary.get("ex_after") or {}).get(name) or {}
         sets.append({"set": name, "n": before.get("n"), "EX before": before.get("ex"), "SE before": before.get("se"),
                      "EX after": after.get("ex"), "SE after": after.get("se")})  # fmt: skip
+    tables = [{"title": "held-out EX by set (greedy, single turn)", "rows": sets}] if sets else []
+    for reward, selection in (summary.get("rl_selection") or {}).items():
+        rows = [{"step": c.get("step"), "validation EX": c.get("validation_ex"),
+                 "kept": "kept" if c.get("step") == selection.get("chosen_step") else ""}
+                for c in selection.get("checks") or []]  # fmt: skip
+        tables.append({"title": f"RL checkpoint selection ({reward}, --rl-select {selection.get('rule')})",
+                       "rows": rows})  # fmt: skip
     items = []
     for number, record in enumerate(records):
         components = {k.split("/")[1]: v for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")}
@@ -365,7 +375,7 @@ def _train_page(run: Path, summary: dict[str, Any]) -> Page:
          ListColumn("success", "success"), ListColumn("loss", "loss"),
          ListColumn("components", "components (mean)", True)],
         [Facet("run_reward", "reward function"), Facet("reward", "mean reward", "range")],
-        items, [{"title": "held-out EX by set (greedy, single turn)", "rows": sets}] if sets else [], plots_of(run),
+        items, tables, plots_of(run),
         [] if records else ["samples.jsonl has no RL steps (the run logged none)."], item_label="RL steps",
         searched=(),
     )  # fmt: skip
