@@ -116,36 +116,25 @@ def test_rl_keeps_the_weights_of_its_best_validation_check(tmp_path: Path) -> No
     assert last.last_after == {}
 
 
-def test_bad_configuration_fails_fast(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--reward", "nope"])
+BAD_CONFIGURATIONS = [
+    (["--reward", "nope"], "unknown reward"),
+    (["--turns", "0"], "T must be >= 1"),
+    (["--sft-steps", "0"], "sft_steps must be >= 1"),
+    (["--vllm", "bogus"], "vllm_mode must be colocate or server"),
+    (["--model", "{tmp}/missing"], "needs --task"),
+    (["--model", "{tmp}/missing", "--task", "nope.json"], "unknown task"),
+    (["--filter", "lenient"], "unknown filter set 'lenient'"),
+    (["--rl-select", "best"], "rl_select must be one of last, validation, got 'best'"),
+    (["--rl-check-every", "0"], "rl_check_every must be >= 1"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_CONFIGURATIONS, ids=[m for _, m in BAD_CONFIGURATIONS])
+def test_bad_configuration_fails_fast(options: list[str], message: str, tmp_path: Path) -> None:
+    options = [option.format(tmp=tmp_path) for option in options]
+    result = runner.invoke(app, ["train", "--out", str(tmp_path), *options])
     assert result.exit_code == 2
-    assert "unknown reward" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--turns", "0"])
-    assert result.exit_code == 2
-    assert "T must be >= 1" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--sft-steps", "0"])
-    assert result.exit_code == 2
-    assert "sft_steps must be >= 1" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--vllm", "bogus"])
-    assert result.exit_code == 2
-    assert "vllm_mode must be colocate or server" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--model", str(tmp_path / "missing")])
-    assert result.exit_code == 2
-    assert "needs --task" in result.output
-    result = runner.invoke(
-        app, ["train", "--out", str(tmp_path), "--model", str(tmp_path / "missing"), "--task", "nope.json"]
-    )
-    assert result.exit_code == 2
-    assert "unknown task" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--filter", "lenient"])
-    assert result.exit_code == 2
-    assert "unknown filter set 'lenient'" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--rl-select", "best"])
-    assert result.exit_code == 2
-    assert "rl_select must be one of last, validation, got 'best'" in result.output
-    result = runner.invoke(app, ["train", "--out", str(tmp_path), "--rl-check-every", "0"])
-    assert result.exit_code == 2
-    assert "rl_check_every must be >= 1" in result.output
+    assert message in result.output
 
 
 def test_training_examples_are_filtered_with_reasons_beside_the_run(tmp_path: Path, music_dir: Path) -> None:
