@@ -241,7 +241,8 @@ def train_command(
         "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
         "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
-        "sft_target": sft_target or None, "rl_select": rl_select, "rl_check_every": rl_check_every,
+        "sft_target": sft_target or None, "rl_check_every": rl_check_every,
+        "rl_select": rl_select if embedded else "last",  # a --task run has no validation set to choose on
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,
         "vllm": vllm, "vllm_gpu_memory": vllm_gpu_memory, "suite": str(suite) if suite else None,
         "allow_eval_overlap": allow_eval_overlap,
