@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -159,6 +159,16 @@ class ResultPreview:
         kept = tuple(tuple(_json_cell(v) for v in row) for row in result.rows[:rows])
         count = len(result.rows) if result.ok else None
         return cls(result.status, tuple(result.columns), kept, count, result.truncated, result.error)
+
+
+def result_previews(
+    gold: Sequence[ExecResult], answer: ExecResult | None, rows: int
+) -> tuple[ResultPreview | None, ResultPreview | None]:
+    """What a record keeps of the results it was judged on: the first ``rows`` rows of the gold's
+    (first) result and of the answer's (None without one); (None, None) when ``rows`` is 0."""
+    if rows <= 0:
+        return None, None
+    return ResultPreview.of(gold[0], rows) if gold else None, None if answer is None else ResultPreview.of(answer, rows)
 
 
 def _json_cell(value: SQLValue) -> Any:

@@ -130,7 +130,7 @@ def test_contexts_run_no_query_and_take_a_gold_problem_from_its_record(
                EpisodeRecord(examples[1].index, examples[1].db_id, "gold_invalid", "gold failed: no such table: x"),
                EpisodeRecord(examples[2].index, examples[2].db_id, "skipped", "database not found")]  # fmt: skip
     with GoldStore(get_preset("spider")) as schemas:
-        contexts = example_contexts(examples, {examples[0].index: "SELECT name FROM singer"}, records, schemas)
+        contexts = example_contexts(examples, {examples[0].index: "SELECT name FROM singer"}, records, schemas.schema)
     assert [c.problem for c in contexts] == [None, "gold failed: no such table: x", None]
     assert contexts[0].predicted_sql == "SELECT name FROM singer"
     assert "singer" in contexts[0].schema

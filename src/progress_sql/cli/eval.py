@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -206,10 +207,11 @@ def eval_command(
                 examples, answers, sharded, cluster, lambda k: bar.advance(job, k)
             )
             if view:  # the page's questions, gold SQL and schema excerpts (read here; nothing runs)
+                from progress_sql.data.schema import read_schema
                 from progress_sql.view.context import example_contexts  # only with the page
 
-                with GoldStore(chosen, limits=inputs.limits) as schemas:
-                    contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, schemas)
+                schema_of = functools.cache(read_schema)  # each database's schema read once
+                contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, schema_of)
         else:
             assert isinstance(pool, ExecutionPool)
             total = present * (1 + n)
@@ -241,7 +243,7 @@ def eval_command(
             if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
                 from progress_sql.view.context import example_contexts  # only with the page
 
-                contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, store)
+                contexts = example_contexts(examples, {r.index: r.sql for r in records}, records, store.schema)
     summary = summarize_run(
         inputs, records, gold_cache=gold_cache or {"hits": cache.hits, "misses": cache.misses},
         elapsed_s=time.perf_counter() - started, draws=None if generator is None else generator.draws,

@@ -99,7 +99,7 @@ def rollout_command(
             common.fail(f"generation failed: {error}")
         if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
             last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
-            contexts = example_contexts(examples, last, records, store)
+            contexts = example_contexts(examples, last, records, store.schema)
     spec = get_reward(reward)
     metrics = summarize_rollouts(records, turns)
     settings = {

@@ -19,7 +19,7 @@ from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import TASK_KINDS, Example, ExecResult, ResultPreview, RewardBreakdown, TaskKind
+from progress_sql.types import TASK_KINDS, Example, ResultPreview, RewardBreakdown, TaskKind, result_previews
 
 Progress = Callable[[int], None]
 EpisodeStatus = Literal["ok", "gold_invalid", "skipped"]
@@ -93,7 +93,7 @@ def run_rollouts(
             turns[position].append(step.info)
             if step.terminated or step.truncated:
                 example = examples[position]
-                gold, pred = _previews(store, example, env.last_result, preview_rows)
+                gold, pred = result_previews(store.prepare(example).results, env.last_result, preview_rows)
                 records[position] = EpisodeRecord(
                     example.index, example.db_id, "ok", "", tuple(turns[position]), step.info.reward,
                     env.trajectory.k_star, example.kind, gold, pred,
@@ -107,18 +107,6 @@ def run_rollouts(
         active = still_active
     assert all(record is not None for record in records)  # every episode ends within max_turns
     return [record for record in records if record is not None]
-
-
-def _previews(
-    store: GoldStore, example: Example, last: ExecResult | None, rows: int
-) -> tuple[ResultPreview | None, ResultPreview | None]:
-    """The first ``rows`` rows of the example's gold result (prepared by the store already) and of
-    ``last``, the final SQL's result; (None, None) when no rows are asked for."""
-    if rows <= 0:
-        return None, None
-    results = store.prepare(example).results
-    gold = ResultPreview.of(results[0], rows) if results else None
-    return gold, None if last is None else ResultPreview.of(last, rows)
 
 
 def _unscored(example: Example, status: EpisodeStatus, reason: str) -> EpisodeRecord:

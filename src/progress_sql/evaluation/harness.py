@@ -17,7 +17,7 @@ from progress_sql.execution.worker import ExecJob
 from progress_sql.execution.write import write_job
 from progress_sql.odt.records import Diagnosis
 from progress_sql.odt.tags import Finding
-from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, WriteSpec
+from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, WriteSpec, result_previews
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -240,11 +240,10 @@ def _judge_example(
     fields = _identity(example, gold.hardness, store, breakdown)
     format_count = None if any(f is None for f in formats) else sum(bool(f) for f in formats)
     fields.update(samples=len(items), kind=example.kind, format_ok_samples=format_count)
-    if preview_rows > 0 and gold.results:
-        fields["gold_result"] = ResultPreview.of(gold.results[0], preview_rows)
     if gold.error is not None:
-        if preview_rows > 0 and results and results[0] is not None:
-            fields["pred_result"] = ResultPreview.of(results[0], preview_rows)
+        fields["gold_result"], fields["pred_result"] = result_previews(
+            gold.results, results[0] if results else None, preview_rows
+        )
         reason = store.verdict(example, gold.results, ExecResult("error")).reason
         return EvalRecord(**fields, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid",
                           match=False)  # fmt: skip
@@ -259,8 +258,7 @@ def _judge_example(
         diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
     verdict = verdicts[chosen]
     answer = results[chosen] if chosen < len(results) else None
-    if preview_rows > 0 and answer is not None:
-        fields["pred_result"] = ResultPreview.of(answer, preview_rows)
+    fields["gold_result"], fields["pred_result"] = result_previews(gold.results, answer, preview_rows)
     return EvalRecord(
         **fields,
         status="scored",

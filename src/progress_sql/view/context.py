@@ -8,13 +8,13 @@ by ``index``), so that the page is built from the run folder alone (docs/view.md
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from progress_sql.data.schema import Schema
 from progress_sql.errors import DatasetError
-from progress_sql.execution.gold import GoldStore
 from progress_sql.runfolder import write_jsonl
 from progress_sql.types import Example
 
@@ -63,11 +63,12 @@ def example_contexts(
     examples: Sequence[Example],
     predicted: Mapping[int, str | None],
     records: Sequence[_Ended],
-    schemas: GoldStore,
+    schema_of: Callable[[str], Schema],
 ) -> list[ExampleContext]:
     """The context of every example: ``predicted`` maps an example's index to the SQL its record
     ends with (None: no SQL); a record whose gold could not be used gives its reason as the problem.
-    ``schemas`` reads each database's schema once; no query runs."""
+    ``schema_of`` reads a database's schema (the run's ``GoldStore.schema``, which keeps each once);
+    no query runs."""
     problems = {r.index: r.reason for r in records if r.status == "gold_invalid"}
     contexts = []
     for example in examples:
@@ -76,7 +77,7 @@ def example_contexts(
             contexts.append(_without_database(example, sql, "database absent"))
             continue
         try:
-            schema = schemas.schema(example.db_path)
+            schema = schema_of(example.db_path)
         except DatasetError as error:  # an unreadable database: the page says so
             contexts.append(_without_database(example, sql, str(error)))
             continue
