@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
 from progress_sql.types import Example
@@ -70,6 +71,82 @@ def _paper_system_prompt(db_engine: str) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PromptStyle:
+    """How a model is asked: the system prompt, the answer format it must follow, the schema rendering and
+    the token budget of one answer (docs/data.md#prompt-styles). ``paper`` is Appendix F (reasoning in
+    ``<think>``, then ``<sql>``); ``small`` is for models of a few hundred million parameters on a CPU: a
+    short instruction, the schema as ``table(col, ...)`` lines, the answer in ``<sql>`` alone, 128 tokens
+    (the paper's 1,024-token reasoning costs a 135M model about 20 s a question and gains it nothing)."""
+
+    name: str
+    #: The answer is ``<think>...</think><sql>...</sql>`` (True) or ``<sql>...</sql>`` alone (False).
+    reasoning: bool
+    #: The schema rendering used unless one is named (``progress_sql.data.ddl.SCHEMA_PROFILES``).
+    schema_profile: str
+    #: Tokens of one answer, unless a budget is named.
+    max_new_tokens: int
+    description: str
+
+    def system(self, db_engine: str = "SQLite", *, allow_ask: bool = False) -> str:
+        """The system prompt (with :data:`ASK_INSTRUCTION` when the ask action is offered)."""
+        if self.reasoning:
+            return system_prompt(db_engine, allow_ask=allow_ask)
+        text = (
+            f"You write {db_engine} queries. The user gives a database schema and a question. Answer with exactly "
+            f"one {db_engine} query that answers the question, inside <sql>...</sql>, and nothing else. Select "
+            "only the columns the question asks for."
+        )
+        return text + (ASK_INSTRUCTION.replace("<think>Your reasoning.</think>", "") if allow_ask else "")
+
+    def revision(self, db_engine: str = "SQLite") -> str:
+        """The closing instruction of every round-2+ user message."""
+        if self.reasoning:
+            return revision_instruction(db_engine)
+        return f"Revise your previous answer: output exactly one corrected {db_engine} query inside <sql>...</sql>."
+
+    def restyle(self, message: str, db_engine: str = "SQLite") -> str:
+        """A feedback or user message written with the paper's closing instruction (the ODT writes them so),
+        with this style's instead.
+
+        >>> small = PROMPT_STYLES["small"]
+        >>> print(small.restyle(feedback_prompt("A join is missing.")))  # doctest: +NORMALIZE_WHITESPACE
+        Feedback: A join is missing. Revise your previous answer: output exactly one corrected SQLite query
+        inside <sql>...</sql>.
+        """
+        if self.reasoning:
+            return message
+        paper = revision_instruction(db_engine)
+        return message[: -len(paper)] + self.revision(db_engine) if message.endswith(paper) else message
+
+    def answer(self, sql: str) -> str:
+        """A gold answer in this style's format (what a warm start trains on)."""
+        return f"<think>\n</think>\n<sql>{sql}</sql>" if self.reasoning else f"<sql>{sql}</sql>"
+
+
+PROMPT_STYLES: dict[str, PromptStyle] = {
+    style.name: style
+    for style in (
+        PromptStyle(
+            "paper", True, "full", 1024,
+            "Appendix F: reasoning in <think>, the SQL in <sql>, the full schema with sample values",
+        ),
+        PromptStyle(
+            "small", False, "compact", 128,
+            "for small models on a CPU: a short instruction, table(col, ...) lines, the SQL in <sql> alone",
+        ),
+    )
+}  # fmt: skip
+PAPER_STYLE = PROMPT_STYLES["paper"]
+
+
+def prompt_style(name: str) -> PromptStyle:
+    """The prompt style called ``name``; an unknown name is a ConfigError listing the known ones."""
+    from progress_sql.registry import lookup
+
+    return lookup(PROMPT_STYLES, name, "prompt style")
+
+
 def question_text(question: str, evidence: str | None = None) -> str:
     """The question with BIRD's external knowledge (evidence) placed beside it.
 
@@ -92,17 +169,28 @@ def round_one_prompt(db_details: str, question: str, evidence: str | None = None
 
 
 def initial_messages(
-    db_details: str, question: str, evidence: str | None = None, *, db_engine: str = "SQLite", allow_ask: bool = False
+    db_details: str,
+    question: str,
+    evidence: str | None = None,
+    *,
+    db_engine: str = "SQLite",
+    allow_ask: bool = False,
+    style: PromptStyle | None = None,
 ) -> list[Message]:
-    """[system, user] messages that open a rollout."""
+    """[system, user] messages that open a rollout (``style``: the paper's by default)."""
     return [
-        {"role": "system", "content": system_prompt(db_engine, allow_ask=allow_ask)},
+        {"role": "system", "content": (style or PAPER_STYLE).system(db_engine, allow_ask=allow_ask)},
         {"role": "user", "content": round_one_prompt(db_details, question, evidence)},
     ]
 
 
 def opening_messages(
-    example: Example, db_details: str, *, db_engine: str = "SQLite", allow_ask: bool = False
+    example: Example,
+    db_details: str,
+    *,
+    db_engine: str = "SQLite",
+    allow_ask: bool = False,
+    style: PromptStyle | None = None,
 ) -> list[Message]:
     """The opening prompt of ``example``: [system, round-1 user] with ``db_details`` (the rendered
     schema of its database, ``progress_sql.data.ddl.db_details``; empty for the no-schema profile).
@@ -112,7 +200,9 @@ def opening_messages(
     'Question: How many singers?'
     """
     question = example.question if example.write is None else f"{example.question}\n{write_instruction(example)}"
-    return initial_messages(db_details, question, example.evidence, db_engine=db_engine, allow_ask=allow_ask)
+    return initial_messages(
+        db_details, question, example.evidence, db_engine=db_engine, allow_ask=allow_ask, style=style
+    )
 
 
 def write_instruction(example: Example) -> str:
@@ -216,10 +306,11 @@ class CompactFormat:
 class ChatTemplateFormat:
     """Appendix F messages through a tokenizer's chat template (real instruction models)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, style: PromptStyle | None = None) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError("ChatTemplateFormat needs a tokenizer with a chat template")
         self.tokenizer = tokenizer
+        self.style = style or PAPER_STYLE
 
     def _render(self, messages: Sequence[Message], generation_prompt: bool) -> str:
         text = self.tokenizer.apply_chat_template(
@@ -231,9 +322,10 @@ class ChatTemplateFormat:
         return self._render(messages, True)
 
     def answer(self, sql: str) -> str:
-        return f"<think>\n</think>\n<sql>{sql}</sql>"
+        return self.style.answer(sql)
 
     def feedback(self, message: str) -> str:
+        message = self.style.restyle(message)  # the ODT writes the paper's closing instruction
         # The text a template puts between the eos that ends an assistant turn (where sampling stops)
         # and the next assistant cue: what follows eos in the turn's own rendering (Qwen's "\n" after
         # <|im_end|>), then the next user turn.

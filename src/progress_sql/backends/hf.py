@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from progress_sql.backends.base import GenerationConfig
+from progress_sql.models import load_causal_lm, resolve_model
 from progress_sql.prompts import Message
 
 
@@ -37,25 +38,39 @@ def load_tokenizer(path: str) -> Any:
 
 
 class TransformersBackend:
-    """Generates with a causal LM and its tokenizer, one conversation at a time, on CPU or GPU."""
+    """Generates with a causal LM and its tokenizer on CPU or GPU: conversations in left-padded batches
+    of up to ``batch_size`` (sorted by prompt length, so that a batch pads little), each answer decoded
+    with the KV cache (``generate``'s default), ``config.n`` sequences per conversation."""
 
     name = "transformers"
-    draws = "one generate call per conversation with num_return_sequences=n"
 
-    def __init__(self, model: Any, tokenizer: Any, *, use_chat_template: bool | None = None) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, use_chat_template: bool | None = None, batch_size: int = 16
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        if tokenizer.pad_token_id is None:  # left padding needs a pad token; eos is the usual stand-in
+            tokenizer.pad_token = tokenizer.eos_token
         has_template = bool(getattr(tokenizer, "chat_template", None))
         self.use_chat_template = has_template if use_chat_template is None else use_chat_template
 
-    @classmethod
-    def from_pretrained(cls, path: str, *, device: str = "cpu") -> TransformersBackend:
-        """Load a model folder (or hub name, where a hub is reachable) with its tokenizer."""
-        from transformers import AutoModelForCausalLM
+    @property
+    def draws(self) -> str:
+        return (
+            f"batched generate calls (left-padded, up to {self.batch_size} conversations, KV cache) "
+            "with num_return_sequences=n"
+        )
 
-        tokenizer = load_tokenizer(path)
-        model = AutoModelForCausalLM.from_pretrained(path).to(device)
-        return cls(model, tokenizer)
+    @classmethod
+    def from_pretrained(cls, path: str, *, device: str = "cpu", batch_size: int = 16) -> TransformersBackend:
+        """Load a model (a folder, a packaged model's name or a cached hub id:
+        :func:`progress_sql.models.resolve_model`) with its tokenizer, fp32 weights."""
+        resolved = resolve_model(path)
+        tokenizer = load_tokenizer(resolved)
+        return cls(load_causal_lm(resolved, device), tokenizer, batch_size=batch_size)
 
     def _prompt(self, messages: Sequence[Message]) -> str:
         if self.use_chat_template:
@@ -71,21 +86,34 @@ class TransformersBackend:
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
         sampling = config.temperature > 0
-        results = []
-        for messages in conversations:
-            encoded = self.tokenizer(self._prompt(messages), return_tensors="pt").to(self.model.device)
-            with torch.no_grad():
-                output = self.model.generate(
-                    **encoded,
-                    do_sample=sampling,
-                    temperature=config.temperature if sampling else None,
-                    top_p=config.top_p if sampling else None,
-                    top_k=0 if sampling else None,
-                    max_new_tokens=config.max_tokens,
-                    num_return_sequences=config.n,
-                    pad_token_id=pad,
-                    eos_token_id=eos,
-                )
-            new_tokens = output[:, encoded["input_ids"].shape[1] :]
-            results.append([self.tokenizer.decode(row, skip_special_tokens=True) for row in new_tokens])
+        prompts = [self._prompt(messages) for messages in conversations]
+        lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
+        order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+        results: list[list[str]] = [[] for _ in prompts]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for start in range(0, len(order), self.batch_size):
+                chosen = order[start : start + self.batch_size]
+                encoded = self.tokenizer(
+                    [prompts[i] for i in chosen], return_tensors="pt", padding=True, padding_side="left"
+                ).to(self.model.device)
+                with torch.inference_mode():
+                    output = self.model.generate(
+                        **encoded,
+                        do_sample=sampling,
+                        temperature=config.temperature if sampling else None,
+                        top_p=config.top_p if sampling else None,
+                        top_k=0 if sampling else None,
+                        max_new_tokens=config.max_tokens,
+                        num_return_sequences=config.n,
+                        pad_token_id=pad,
+                        eos_token_id=eos,
+                    )
+                new_tokens = output[:, encoded["input_ids"].shape[1] :]
+                texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+                for position, i in enumerate(chosen):
+                    results[i] = texts[position * config.n : (position + 1) * config.n]
+        finally:
+            self.model.train(was_training)
         return results

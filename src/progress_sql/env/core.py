@@ -24,7 +24,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.write import judge_write
 from progress_sql.odt import Diagnosis, OdtConfig, diagnose
 from progress_sql.odt.feedback import feedback_text
-from progress_sql.prompts import Message, opening_messages, user_answer_prompt
+from progress_sql.prompts import Message, PromptStyle, opening_messages, prompt_style, user_answer_prompt
 from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.rewards.tasks import ClarifyFacts, TaskTermsConfig, task_terms, with_terms
@@ -57,8 +57,12 @@ class EnvConfig:
     #: prompts' engine become that engine's (unless ``odt`` names another dialect).
     backend_db: str | None = None
     tasks: TaskTermsConfig = field(default_factory=TaskTermsConfig)
+    #: How the policy is asked and must answer (``progress_sql.prompts.PROMPT_STYLES``): the system
+    #: prompt, the answer format the format check expects, the closing instruction of feedback turns.
+    prompt: str = "paper"
 
     def __post_init__(self) -> None:
+        prompt_style(self.prompt)  # an unknown style fails here
         if self.backend_db is not None:
             engine = engine_of(self.backend_db)
             if engine.name == "sqlite":
@@ -237,8 +241,9 @@ class SQLRefineEnv(Closing):
         self._last_result = None
         details = self.store.details(example.db_path, self.config.schema_profile)
         return opening_messages(
-            example, details, db_engine=self.config.odt.db_engine, allow_ask=self.config.tasks.offer_ask
-        )
+            example, details, db_engine=self.config.odt.db_engine, allow_ask=self.config.tasks.offer_ask,
+            style=self._style,
+        )  # fmt: skip
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
@@ -248,7 +253,7 @@ class SQLRefineEnv(Closing):
             raise RuntimeError("the episode is over: call reset() first")
         example, gold, store = self._example, self._gold, self.store
         clock = _StageClock(self.stage_seconds)
-        extracted = extract(response)
+        extracted = extract(response, reasoning=self._style.reasoning)
         clock.lap("extract")
         if extracted.ask is not None:
             return self._ask(response, extracted)
@@ -317,7 +322,8 @@ class SQLRefineEnv(Closing):
         truncated = self._turn_count >= self.config.max_turns
         self._done = truncated
         breakdown = self._score() if truncated else None
-        content = user_answer_prompt(reply.text, db_engine=self.config.odt.db_engine)
+        engine = self.config.odt.db_engine
+        content = self._style.restyle(user_answer_prompt(reply.text, db_engine=engine), engine)
         observation = None if truncated else Message(role="user", content=content)
         info = TurnRecord(
             turn=self._turn_count,
@@ -376,7 +382,12 @@ class SQLRefineEnv(Closing):
             rows = result.rows[: self.config.preview_rows]
             preview = "; ".join("(" + ", ".join(repr(v)[:40] for v in row) + ")" for row in rows) or "no rows"
             details = f"Your query returned {len(result.rows)} row(s); first rows: {preview}."
-        return feedback_text(diagnosis.findings, diagnosis.status, self.config.odt, details)
+        text = feedback_text(diagnosis.findings, diagnosis.status, self.config.odt, details)
+        return self._style.restyle(text, self.config.odt.db_engine)
+
+    @property
+    def _style(self) -> PromptStyle:
+        return prompt_style(self.config.prompt)
 
     def _score(self) -> RewardBreakdown:
         example = self._example

@@ -24,7 +24,7 @@ from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.prompts import opening_messages
+from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
 from progress_sql.sql.extract import extract
@@ -43,10 +43,13 @@ def generate_samples(
     advance: Callable[[int], object] = lambda n: None,
     *,
     db_engine: str = "SQLite",
+    style: PromptStyle | None = None,
 ) -> list[list[Sample]]:
-    """Prompt ``backend`` (a ``backends.base`` generator) with the paper's opening messages for every
-    example whose database is present and extract the SQL of each response; the examples without a
-    database get an empty list. ``advance(k)`` is called after each batch of ``k`` examples."""
+    """Prompt ``backend`` (a ``backends.base`` generator) with the opening messages of ``style`` (the
+    paper's by default) for every example whose database is present and extract the SQL of each
+    response in that style's format; the examples without a database get an empty list.
+    ``advance(k)`` is called after each batch of ``k`` examples."""
+    style = style or PAPER_STYLE
     samples: list[list[Sample]] = [[] for _ in examples]
     present = [i for i, e in enumerate(examples) if Path(e.db_path).is_file()]
     schemas: dict[str, str] = {}
@@ -57,10 +60,10 @@ def generate_samples(
             example = examples[i]
             if example.db_path not in schemas:
                 schemas[example.db_path] = db_details(example.db_path, profile)
-            conversations.append(opening_messages(example, schemas[example.db_path], db_engine=db_engine))
+            conversations.append(opening_messages(example, schemas[example.db_path], db_engine=db_engine, style=style))
         responses = backend.generate(conversations, config)
         for i, texts in zip(batch, responses, strict=True):
-            found = [extract(text) for text in texts]
+            found = [extract(text, reasoning=style.reasoning) for text in texts]
             samples[i] = [Sample(x.sql, text, x.format_ok) for x, text in zip(found, texts, strict=True)]
         advance(len(batch))
     return samples
@@ -81,6 +84,7 @@ class EvalInputs:
     model: str | None = None
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     schema_profile: str = "full"
+    prompt: str = "paper"  # the prompt style (progress_sql.prompts.PROMPT_STYLES)
     suite: Path | None = None
     predictions_format: str | None = None  # as read (detected or named with --format)
     bird_metrics: bool = False  # EX / Soft-F1 (/ R-VES) as BIRD's evaluators compute them
@@ -168,6 +172,7 @@ def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -
         "max_tokens": generation.max_tokens,
         "seed": generation.seed,
         "schema_profile": inputs.schema_profile,
+        "prompt": inputs.prompt,
         "draws": draws,
     }
 

@@ -77,7 +77,15 @@ class Extracted:
     ask: str | None = None
 
 
-def _asked(text: str, blocks: list[_Block]) -> Extracted | None:
+def _exact(text: str, blocks: list[_Block], names: list[str]) -> bool:
+    """Whether ``blocks`` are exactly ``names`` in order with nothing but whitespace around and between."""
+    if [b.name for b in blocks] != names:
+        return False
+    edges = [0, *(x for b in blocks for x in (b.outer_start, b.outer_end)), len(text)]
+    return not any(text[edges[i] : edges[i + 1]].strip() for i in range(0, len(edges), 2))
+
+
+def _asked(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracted | None:
     """A response with an ``<ask>`` block and no ``<sql>`` block: a clarifying question."""
     ask_blocks = [b for b in blocks if b.name == "ask"]
     if not ask_blocks or any(b.name == "sql" for b in blocks):
@@ -85,34 +93,29 @@ def _asked(text: str, blocks: list[_Block]) -> Extracted | None:
     question = text[ask_blocks[-1].inner_start : ask_blocks[-1].inner_end].strip()
     if not question:
         return Extracted(None, False, "tags", "the <ask> block is empty")
-    exact = (
-        [b.name for b in blocks] == ["think", "ask"]
-        and not text[: blocks[0].outer_start].strip()
-        and not text[blocks[0].outer_end : blocks[1].outer_start].strip()
-        and not text[blocks[1].outer_end :].strip()
-    )
-    problem = None if exact else "the question must follow a <think> block, with no text outside the tags"
+    exact = _exact(text, blocks, ["think", "ask"] if reasoning else ["ask"])
+    problem = None if exact else (
+        "the question must follow a <think> block, with no text outside the tags" if reasoning
+        else "the question must be the only block, with no text outside the tags"
+    )  # fmt: skip
     return Extracted(None, exact, "tags", problem, ask=question)
 
 
-def _tagged(text: str, blocks: list[_Block]) -> Extracted | None:
+def _tagged(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracted | None:
     sql_blocks = [b for b in blocks if b.name == "sql"]
     if not sql_blocks:
-        return _asked(text, blocks)
+        return _asked(text, blocks, reasoning)
     last = sql_blocks[-1]
     sql = text[last.inner_start : last.inner_end].strip() or None
-    exact = (
-        [b.name for b in blocks] == ["think", "sql"]
-        and not text[: blocks[0].outer_start].strip()
-        and not text[blocks[0].outer_end : blocks[1].outer_start].strip()
-        and not text[blocks[1].outer_end :].strip()
-    )
+    exact = _exact(text, blocks, ["think", "sql"] if reasoning else ["sql"])
     if exact:
         if sql is None:
             return Extracted(None, False, "tags", "the <sql> block is empty")
         return Extracted(sql, True, "tags")
     if len(sql_blocks) > 1:
         problem = f"{len(sql_blocks)} <sql> blocks; the last one is used"
+    elif not reasoning:
+        problem = "text or blocks outside the one <sql> block"
     elif not any(b.name == "think" for b in blocks):
         problem = "no <think> block before the <sql> block"
     else:
@@ -120,12 +123,18 @@ def _tagged(text: str, blocks: list[_Block]) -> Extracted | None:
     return Extracted(sql, False, "tags", problem)
 
 
-def extract(text: str) -> Extracted:
-    """Extract the SQL of a response and judge its format (never raises, linear time)."""
+def extract(text: str, *, reasoning: bool = True) -> Extracted:
+    """Extract the SQL of a response and judge its format (never raises, linear time): with
+    ``reasoning`` the paper's ``<think>`` then ``<sql>``, without it ``<sql>`` alone (the ``small``
+    prompt style, ``progress_sql.prompts.PROMPT_STYLES``).
+
+    >>> extract("<sql>SELECT 1</sql>", reasoning=False).format_ok, extract("<sql>SELECT 1</sql>").format_ok
+    (True, False)
+    """
     if not isinstance(text, str) or not text.strip():
         return Extracted(None, False, "none", "empty response")
     blocks = _blocks(text)
-    tagged = _tagged(text, blocks)
+    tagged = _tagged(text, blocks, reasoning)
     if tagged is not None:
         return tagged
     fenced = _fenced(text)

@@ -118,6 +118,26 @@ class SetMeasurement:
     first_correct: Mapping[int, int]
     structural: Mapping[str, float | None]
 
+    def as_json(self) -> dict[str, Any]:
+        """Everything, per-prompt outcomes included (what :meth:`from_json` reads back)."""
+        return {
+            "single": list(self.single.matches),
+            "within_turns": list(self.within_turns.matches),
+            "turns": self.turns,
+            "first_correct": {str(k): v for k, v in self.first_correct.items()},
+            "structural": dict(self.structural),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SetMeasurement:
+        return cls(
+            single=Accuracy.of(data["single"]),
+            within_turns=Accuracy.of(data["within_turns"]),
+            turns=int(data["turns"]),
+            first_correct={int(k): int(v) for k, v in data["first_correct"].items()},
+            structural=dict(data["structural"]),
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "single_turn": self.single.as_dict(),

@@ -28,6 +28,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat, Message, opening_messages
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
+from progress_sql.training.pretrained import HeldOut, WarmStartSettings
 from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_size
 from progress_sql.training.selection import RL_SELECT_RULES, BestOnValidation, RLSelect
 from progress_sql.training.templates import TemplateDataset
@@ -127,6 +128,14 @@ class TrainConfig:
     allow_eval_overlap: bool = False
     #: Further folders where the leakage guard looks for evaluation tasks' files.
     eval_data_dirs: tuple[str, ...] = ()
+    #: A real model's prompt style (``progress_sql.prompts.PROMPT_STYLES``).
+    prompt: str = "paper"
+    #: Another questions file of ``--task`` (relative to ``--data-dir``); None: the task's own.
+    questions: str | None = None
+    #: A real model's supervised warm start and held-out evaluation task (``training/pretrained.py``,
+    #: ``train --recipe``); None: RL straight from the model, every tenth task example held out.
+    warm_start: WarmStartSettings | None = None
+    heldout: HeldOut | None = None
 
     def __post_init__(self) -> None:
         from progress_sql.audit.filters import FILTER_SETS
@@ -153,6 +162,13 @@ class TrainConfig:
             raise ConfigError(f"rl_check_every must be >= 1, got {self.rl_check_every}")
         if self.rl_prompts is not None and self.rl_prompts < 1:
             raise ConfigError(f"rl_prompts must be >= 1, got {self.rl_prompts}")
+        from progress_sql.prompts import prompt_style
+
+        prompt_style(self.prompt)
+        if self.embedded and (self.warm_start is not None or self.heldout is not None or self.prompt != "paper"):
+            raise ConfigError("a warm start recipe and a prompt style are for a real model (--model)")
+        if (self.warm_start is None) != (self.heldout is None):
+            raise ConfigError("a real model's warm start and its held-out task come together (train --recipe)")
 
     @property
     def embedded(self) -> bool:
@@ -183,6 +199,9 @@ class RunResult:
     last_after: dict[str, Accuracy] = field(default_factory=dict)
     guard: str = ""
     seconds: float = 0.0
+    #: A warm-started real model: greedy single-turn EX (and the fuller measurement) before the warm start.
+    base: dict[str, Accuracy] = field(default_factory=dict)
+    base_detail: dict[str, SetMeasurement] = field(default_factory=dict)
     #: The leakage guard's decision on a --task run's data (``LeakageDecision.to_dict``); the embedded
     #: default's says why the guard does not apply to it (:data:`EMBEDDED_LEAKAGE`).
     leakage: dict[str, Any] = field(default_factory=dict)
@@ -523,16 +542,17 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     """RL for an existing model (a local folder or hub name) on ``task``, with the paper's prompts
     when the tokenizer has a chat template. Every tenth example is held out for EX before and after."""
     import torch
-    from transformers import AutoModelForCausalLM
 
     from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.data.leakage import check_leakage
     from progress_sql.data.tasks import load_task
+    from progress_sql.models import load_causal_lm, resolve_model
 
     configure_threads(config.threads)
     started = time.perf_counter()
-    from progress_sql.data.leakage import check_leakage
 
     examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
+    resolve_model(config.model)  # a bad --model fails before anything heavy
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
@@ -552,11 +572,9 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         raise DatasetError(
             f"{task}: the filter {config.data_filter!r} dropped every training example (see dropped.jsonl)"
         )
-    try:
-        tokenizer = load_tokenizer(config.model)
-        model = AutoModelForCausalLM.from_pretrained(config.model)
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot load model {config.model!r}: {error}") from error
+    resolved = resolve_model(config.model)
+    tokenizer = load_tokenizer(resolved)
+    model = load_causal_lm(resolved)  # fp32: the optimizer's master weights
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     cuda = torch.cuda.is_available()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
-from progress_sql.training.heldout import Accuracy
+from progress_sql.training.heldout import Accuracy, PairedChange
 from progress_sql.training.recipe import RunResult, heldout_change, template_set
 
 CURVES = (
@@ -85,6 +85,10 @@ def summary(result: RunResult) -> dict[str, Any]:
         "ex_after": {k: v.as_dict() for k, v in result.after.items()},
         "ex_after_compared_reward": {k: v.as_dict() for k, v in result.compare_after.items()},
         "heldout_detail": detail,
+        # A warm-started real model: EX before the warm start, and the paired changes from there.
+        "ex_before_warm_start": {k: v.as_dict() for k, v in result.base.items()},
+        "warm_start_change": _paired_changes(result.base, result.before),
+        "warm_start_and_rl_change": _paired_changes(result.base, result.after),
         "template_ex_before": template_set(result.before).as_dict() if result.before else None,
         "template_ex_after": template_set(result.after).as_dict() if result.after else None,
         "rl_data": result.rl_data,
@@ -93,6 +97,46 @@ def summary(result: RunResult) -> dict[str, Any]:
         "warnings": result.warnings,
         "seconds": round(result.seconds, 1),
     }
+
+
+def _paired_changes(before: dict[str, Accuracy], after: dict[str, Accuracy]) -> dict[str, Any]:
+    """Per set, the paired change from ``before`` to ``after`` (sets both sides scored prompt by prompt)."""
+    return {
+        name: PairedChange.of(acc, after[name]).as_dict()
+        for name, acc in before.items()
+        if name in after and acc.n == after[name].n and len(acc.matches) == acc.n == len(after[name].matches)
+    }
+
+
+def _warm_start_lines(data: dict[str, Any]) -> list[str]:
+    """A warm-started real model: EX before the warm start, after it (before RL) and after RL."""
+    base = data.get("ex_before_warm_start") or {}
+    if not base:
+        return []
+    lines = [
+        "## Held-out questions: before the warm start, after it, after RL",
+        "",
+        "Greedy single-turn EX (%) +- one SE; changes are paired (SE of the per-question difference).",
+        "",
+        "| held-out set | n | base model | after warm start | after RL | warm start change | RL change | total |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, acc in base.items():
+        before, after = data["ex_before"].get(name), data["ex_after"].get(name)
+        warm, total = data["warm_start_change"].get(name), data["warm_start_and_rl_change"].get(name)
+        rl = data.get("heldout") or {}
+
+        def cell(value: dict[str, Any] | None) -> str:
+            return "-" if not value else f"{100 * value['ex']:.1f} +- {100 * value['se']:.1f}"
+
+        def change(value: dict[str, Any] | None) -> str:
+            return "-" if not value else f"{100 * value['diff']:+.1f} (SE {100 * value['se_diff']:.1f})"
+
+        lines.append(
+            f"| {name} | {acc['n']} | {cell(acc)} | {cell(before)} | {cell(after)} | {change(warm)} | "
+            f"{change(rl if len(base) == 1 else None)} | {change(total)} |"
+        )
+    return [*lines, ""]
 
 
 def _row(name: str, before: Accuracy, after: Accuracy) -> str:
@@ -252,9 +296,19 @@ def write_report(result: RunResult, out: Path) -> Path:
         f"T = {config.rl.turns}; {config.rl.steps} RL steps of {config.rl.prompts_per_step} prompts x "
         f"{config.rl.generations} samples; seed {config.seed}; {config.threads} thread(s); {data['seconds']} s in all.",
         "",
-        "Prompts use the compact profile (no system prompt, no schema, feedback as tag codes): the tiny",
-        "from-scratch model learns its two databases' schemas. Real models use the paper's Appendix F prompts.",
-        "",
+        *(
+            [
+                "Prompts use the compact profile (no system prompt, no schema, feedback as tag codes): the tiny",
+                "from-scratch model learns its two databases' schemas. Real models use a chat template and a prompt",
+                "style.",
+                "",
+            ]
+            if config.embedded
+            else [
+                f"Prompt style `{config.prompt}` through the model's chat template (progress_sql.prompts).",
+                "",
+            ]
+        ),
         "## Data",
         "",
         *(f"- {name}: {size}" for name, size in result.data_sizes.items()),
@@ -263,6 +317,7 @@ def write_report(result: RunResult, out: Path) -> Path:
         "",
         _sft_line(result.sft),
         "",
+        *_warm_start_lines(data),
         "## Execution accuracy before and after RL",
         "",
         "Greedy single-turn decoding, strict comparison; +- is one standard error (sqrt(p(1-p)/n)); the same",
@@ -274,9 +329,15 @@ def write_report(result: RunResult, out: Path) -> Path:
         "|---|---:|---:|---:|---:|",
         *(_row(name, result.before[name], result.after[name]) for name in result.before if name in result.after),
         "",
-        "Real Spider questions (`real_test`) are a stretch figure: a model trained from scratch on templates is",
-        "not expected to understand free-form English (0-3% in the prototype; docs/training.md).",
-        "",
+        *(
+            [
+                "Real Spider questions (`real_test`) are a stretch figure: a model trained from scratch on templates",
+                "is not expected to understand free-form English (0-3% in the prototype; docs/training.md).",
+                "",
+            ]
+            if config.embedded
+            else []
+        ),
         f"Guard: {result.guard}.",
         "",
         *_detail_lines(result),

