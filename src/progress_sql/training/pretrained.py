@@ -83,6 +83,8 @@ class Recipe:
     rl: Mapping[str, Any] = field(default_factory=dict)
     threads: int = 2
     rl_prompts: int | None = 2000
+    #: Train only the top N decoder layers (and the final norm) in both phases; None: every weight.
+    trainable_layers: int | None = None
 
 
 #: Measured choices: docs/training.md#a-real-model-on-a-cpu.
@@ -119,6 +121,25 @@ def recipe(name: str) -> Recipe:
     from progress_sql.registry import lookup
 
     return lookup(RECIPES, name, "recipe")
+
+
+def train_top_layers(model: Any, layers: int | None) -> int:
+    """Freeze every weight but the top ``layers`` decoder layers and the final norm (None: train every
+    weight); returns the trainable parameter count. Why partial layers on a CPU: the backward pass stops
+    at the lowest trainable layer, so a step costs about half (docs/training.md#a-real-model-on-a-cpu)."""
+    if layers is None:
+        for parameter in model.parameters():
+            parameter.requires_grad_(True)
+        return int(sum(p.numel() for p in model.parameters()))
+    decoder = model.get_decoder()
+    if not 1 <= layers <= len(decoder.layers):
+        raise ConfigError(f"trainable_layers must be in 1..{len(decoder.layers)}, got {layers}")
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for module in [*decoder.layers[-layers:], decoder.norm]:
+        for parameter in module.parameters():
+            parameter.requires_grad_(True)
+    return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
 
 
 def first_present(data_dir: Path | None, candidates: Sequence[str]) -> str | None:
@@ -260,11 +281,14 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError(f"--model {config.model}: the warm-started recipe needs a tokenizer with a chat template")
     model = load_causal_lm(resolved)
+    trainable = train_top_layers(model, config.trainable_layers)
     fmt = ChatTemplateFormat(tokenizer, style)
     prompts = ChatPrompts(fmt, style)
     result = RunResult(config, leakage=decision.to_dict())
     result.data_sizes = {"train": len(train), "dropped_by_filter": len(examples) - len(train),
-                         heldout_spec.task: len(held_out[heldout_spec.task])}  # fmt: skip
+                         heldout_spec.task: len(held_out[heldout_spec.task]),
+                         "parameters": int(sum(p.numel() for p in model.parameters())),
+                         "trainable_parameters": trainable}  # fmt: skip
 
     def measured(label: str) -> dict[str, SetMeasurement]:
         advance = phase(label, 1)
@@ -281,6 +305,7 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     if settings.steps and (sft_dir / "config.json").is_file():  # a rerun resumes after the warm start
         result.base_detail = _read_measurements(sft_dir / "base.json")
         model = load_causal_lm(str(sft_dir))
+        train_top_layers(model, config.trainable_layers)
         result.sft = json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
     else:
         result.base_detail = measured("EX before the warm start")
@@ -290,7 +315,7 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
             report = run_sft(
                 model, tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
                 max_steps=settings.steps, warmup=settings.warmup, seed=config.seed, max_length=1024,
-                threads=config.threads, progress=lambda _step: advance(1),
+                threads=config.threads, progress=lambda _step: advance(1), answer_logits_only=True,
             )  # fmt: skip
             result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss,
                           "examples": report.examples, "epochs": round(report.epochs, 3),

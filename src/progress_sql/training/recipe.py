@@ -136,6 +136,8 @@ class TrainConfig:
     #: ``train --recipe``); None: RL straight from the model, every tenth task example held out.
     warm_start: WarmStartSettings | None = None
     heldout: HeldOut | None = None
+    #: A real model trains only its top N decoder layers (``training.pretrained.train_top_layers``).
+    trainable_layers: int | None = None
 
     def __post_init__(self) -> None:
         from progress_sql.audit.filters import FILTER_SETS

@@ -313,6 +313,18 @@ def _batch(rows: Sequence[tuple[list[int], list[int]]], pad: int) -> tuple[Any, 
     return input_ids, labels, mask
 
 
+def _answer_loss(model: Any, input_ids: Any, mask: Any, labels: Any) -> Any:
+    """The causal-LM loss (mean over labelled tokens) with the output head applied only at the
+    positions that predict a label."""
+    import torch
+
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    targets = labels[:, 1:]
+    chosen = targets != IGNORE_INDEX
+    logits = model.get_output_embeddings()(hidden[:, :-1][chosen])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[chosen])
+
+
 def _epoch(lengths: Sequence[int], batch_size: int, rng: random.Random, pool: int = 16) -> list[list[int]]:
     """One epoch of batches: shuffled, then sorted by length within pools of ``pool`` batches so
     that a batch pads little, then the batches shuffled."""
@@ -363,6 +375,7 @@ def run_sft(
     threads: int | None = 1,
     progress: Callable[[SftStep], None] | None = None,
     stop: EarlyStop | None = None,
+    answer_logits_only: bool = False,
 ) -> SftReport:
     """Train ``model`` on ``examples`` with AdamW: linear warm-up, a constant ``lr``, then a linear
     decay to zero over the last ``cooldown`` share of the budget; ``max_steps`` optimizer steps (a
@@ -371,7 +384,9 @@ def run_sft(
     ``stop``, the budget is a ceiling: from ``stop.first`` every ``stop.every`` steps the model (in
     eval mode) is checked, and once ``stop.reached`` says so the run cools down linearly to zero over
     ``stop.cooldown`` more steps and ends. Why the defaults:
-    docs/architecture.md#the-supervised-warm-start-trainingsftpy."""
+    docs/architecture.md#the-supervised-warm-start-trainingsftpy. With ``answer_logits_only`` the output
+    head runs only where a label is (the same loss; a real model's 49k-token head over every prompt
+    position was a fifth of a step); only parameters that require a gradient are optimised."""
     if max_steps is None and max_seconds is None:
         raise ValueError("run_sft needs max_steps or max_seconds")
     if not examples:
@@ -387,7 +402,8 @@ def run_sft(
     if not rows:
         raise ValueError(f"every example is longer than max_length={max_length} tokens")
     pad = int(tokenizer.pad_token_id)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
     model.train()
     losses: list[float] = []
     batches: list[list[int]] = []
@@ -413,10 +429,13 @@ def run_sft(
             current = lr * factor
             for group in optimizer.param_groups:
                 group["lr"] = current
-            loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+            if answer_logits_only:
+                loss = _answer_loss(model, input_ids, mask, labels)
+            else:
+                loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimizer.step()
             step += 1
             value = float(loss.detach())

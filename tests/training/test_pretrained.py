@@ -1,0 +1,125 @@
+"""The warm-started real-model run (training/pretrained.py) on a tiny model with a chat template: data and
+the leakage guard, the held-out task on other databases, EX before the warm start, after it and after
+RL (paired), the prompt style in every phase, resuming after the warm start, the report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl", reason="training needs the [trl] extra")
+
+from progress_sql.data.embedded import embedded_databases, real_questions
+from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.training.pretrained import HeldOut, WarmStartSettings, run_real, train_top_layers
+from progress_sql.training.recipe import TrainConfig
+from progress_sql.training.report import write_report
+from progress_sql.training.rl import RLSettings
+
+
+def no_bar(description: str, total: int) -> Any:
+    return lambda n: None
+
+
+@pytest.fixture(scope="module")
+def tiny_chat_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tiny_lm import tiny_model, tiny_tokenizer
+
+    corpus = ["system: You write SQLite queries. user: Question: how many singers? assistant: <sql>SELECT count(*) "
+              "FROM singer</sql> Feedback: your previous SQL has structural issues: WHERE_MISSING. Revise"]  # fmt: skip
+    tokenizer = tiny_tokenizer(corpus)
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    folder = tmp_path_factory.mktemp("tiny-chat")
+    tiny_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def heldout_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Spider-format folder of real dev questions over the embedded concert_singer database."""
+    root = tmp_path_factory.mktemp("heldout")
+    (root / "database" / "concert_singer").mkdir(parents=True)
+    shutil.copy(embedded_databases()["concert_singer"], root / "database" / "concert_singer" / "concert_singer.sqlite")
+    rows = [{"db_id": e.db_id, "question": e.question, "query": e.gold_sql}
+            for e in real_questions() if e.db_id == "concert_singer"][:6]  # fmt: skip
+    (root / "questions.json").write_text(json.dumps(rows), encoding="utf-8")
+    return root
+
+
+def config_for(out: Path, model: Path, heldout_dir: Path, **changes: Any) -> TrainConfig:
+    settings: dict[str, Any] = dict(
+        out=out, model=str(model), prompt="small", rl_prompts=4, threads=1,
+        rl=RLSettings(steps=1, prompts_per_step=2, generations=2, max_new_tokens=8, save_steps=1, turns=2),
+        warm_start=WarmStartSettings(steps=2, batch_size=2, examples=4, warmup=1, two_turn_share=0.5),
+        heldout=HeldOut(task=str(heldout_dir / "questions.json"), size=4, data_dir=str(heldout_dir)),
+    )  # fmt: skip
+    return TrainConfig(**(settings | changes))
+
+
+def test_warm_started_run_measures_three_times_and_resumes(
+    tmp_path: Path, music_dir: Path, tiny_chat_model: Path, heldout_dir: Path
+) -> None:
+    out = tmp_path / "run"
+    config = config_for(out, tiny_chat_model, heldout_dir, trainable_layers=1)
+    result = run_real(config, str(music_dir / "questions.json"), music_dir, no_bar)
+    name = str(heldout_dir / "questions.json")
+    assert set(result.base) == set(result.before) == set(result.after) == {name}
+    assert result.base[name].n == result.before[name].n == result.after[name].n == 4
+    assert len(result.base[name].matches) == 4  # per-question outcomes: the changes are paired
+    assert result.sft["steps"] == 2
+    assert result.rl["progressive"].steps == 1
+    assert result.before_detail[name].turns == 2
+    assert 0 < result.data_sizes["trainable_parameters"] < result.data_sizes["parameters"]
+    assert (out / "checkpoints" / "sft" / "base.json").is_file()
+    assert (out / "rl" / "final" / "config.json").is_file()
+    rollouts = [json.loads(line) for line in (out / "rl" / "rollouts.jsonl").read_text().splitlines()]
+    assert rollouts, "RL wrote its trajectories"
+    first_turn = rollouts[0]["turns"][0]
+    # The small style's format check: a paper-style answer (with <think>) would not be format_ok.
+    assert first_turn["format_problem"] in (None, "text or blocks outside the one <sql> block", "no SQL found",
+                                            "empty response", "the <sql> block is empty")  # fmt: skip
+    report = write_report(result, out).read_text()
+    assert "## Held-out questions: before the warm start, after it, after RL" in report
+    assert "Prompt style `small`" in report
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["warm_start_change"]) == {name}
+    assert set(summary["warm_start_and_rl_change"]) == {name}
+
+    resumed = run_real(config, str(music_dir / "questions.json"), music_dir, no_bar)
+    assert resumed.sft.get("resumed") is True
+    assert resumed.base == result.base  # read back, not measured again
+
+
+def test_training_on_the_held_out_databases_is_refused(
+    tmp_path: Path, tiny_chat_model: Path, heldout_dir: Path
+) -> None:
+    config = config_for(tmp_path / "run", tiny_chat_model, heldout_dir)
+    with pytest.raises(DatasetError, match="shares databases with the held-out set"):
+        run_real(config, str(heldout_dir / "questions.json"), heldout_dir, no_bar)
+
+
+def test_a_recipe_is_for_a_real_model_only(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="for a real model"):
+        TrainConfig(out=tmp_path, warm_start=WarmStartSettings(), heldout=HeldOut())
+    with pytest.raises(ConfigError, match="come together"):
+        TrainConfig(out=tmp_path, model="some/model", warm_start=WarmStartSettings())
+
+
+def test_train_top_layers_freezes_the_rest(tiny_chat_model: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_chat_model)
+    total = sum(p.numel() for p in model.parameters())
+    top = train_top_layers(model, 1)
+    assert 0 < top < total
+    assert all(p.requires_grad for p in model.get_decoder().layers[-1].parameters())
+    assert not any(p.requires_grad for p in model.get_decoder().layers[0].parameters())
+    assert not model.get_input_embeddings().weight.requires_grad
+    assert train_top_layers(model, None) == total
+    with pytest.raises(ConfigError, match=r"trainable_layers must be in 1\.\.2"):
+        train_top_layers(model, 3)
