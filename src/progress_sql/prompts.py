@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
+from progress_sql.data.ddl import SchemaProfile
 from progress_sql.types import Example
 
 
@@ -83,7 +84,7 @@ class PromptStyle:
     #: The answer is ``<think>...</think><sql>...</sql>`` (True) or ``<sql>...</sql>`` alone (False).
     reasoning: bool
     #: The schema rendering used unless one is named (``progress_sql.data.ddl.SCHEMA_PROFILES``).
-    schema_profile: str
+    schema_profile: SchemaProfile
     #: Tokens of one answer, unless a budget is named.
     max_new_tokens: int
     description: str

@@ -174,3 +174,27 @@ def test_run_sft_reduces_the_loss(dataset: TemplateDataset, tokenizer: Any, torc
     assert timed.steps == 0
     with pytest.raises(ValueError, match="max_steps or max_seconds"):
         run_sft(model, tokenizer, examples, max_steps=None, max_seconds=None)
+
+
+def test_the_answer_only_head_gives_the_models_own_loss(torch_one_thread: Any) -> None:
+    """``run_sft(answer_logits_only=True)`` applies the output head only where a label is: the same loss
+    and the same gradients as the model's own causal-LM loss, for less work."""
+    from progress_sql.training.sft import _answer_loss, _batch
+    from tests.tiny_lm import tiny_model, tiny_tokenizer
+
+    torch = torch_one_thread
+    tokenizer = tiny_tokenizer(["Q [music] How many singers?\nA: <sql>SELECT count(*) FROM singer</sql>"])
+    model = tiny_model(tokenizer)
+    rows = [encode(SftExample("Q [music] How many?\nA:", " <sql>SELECT 1</sql>"), tokenizer),
+            encode(SftExample("Q [music] How many singers are there?\nA:", " <sql>SELECT count(*)</sql>",
+                              (" <sql>SELECT 2</sql>", "\nF: VALUES\nA:")), tokenizer)]  # fmt: skip
+    input_ids, labels, mask = _batch(rows, int(tokenizer.pad_token_id))
+    own = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+    own.backward()
+    expected = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+    ours = _answer_loss(model, input_ids, mask, labels)
+    ours.backward()
+    assert float(ours) == pytest.approx(float(own), rel=1e-5)
+    for name, parameter in model.named_parameters():
+        assert torch.allclose(parameter.grad, expected[name], atol=1e-6), name

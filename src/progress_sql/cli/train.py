@@ -160,7 +160,7 @@ def train_command(
         None,
         "--sft-steps",
         help=f"Most optimizer steps of the supervised warm start, a step budget: seeds reproduce (default {SFT_STEPS}; "
-        "a recipe's own, 150 for smollm2-cpu).",
+        "a recipe's own, 80 for smollm2-cpu).",
     ),
     trainable_layers: int | None = typer.Option(
         None, "--trainable-layers", help="A real model trains only its top N decoder layers (default: a recipe's)."

@@ -25,7 +25,16 @@ from typing import Any
 from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.prompts import ChatTemplateFormat, CompactFormat, ConversationFormat, Message, opening_messages
+from progress_sql.prompts import (
+    PAPER_STYLE,
+    ChatTemplateFormat,
+    CompactFormat,
+    ConversationFormat,
+    Message,
+    PromptStyle,
+    opening_messages,
+    prompt_style,
+)
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
 from progress_sql.training.pretrained import HeldOut, WarmStartSettings
@@ -246,21 +255,24 @@ def evaluate(
             if isinstance(fmt, CompactFormat):
                 texts = greedy_sql(model, tokenizer, fmt, examples)
             else:
-                texts = _chat_greedy(model, tokenizer, examples)
+                texts = _chat_greedy(model, tokenizer, examples, getattr(fmt, "style", PAPER_STYLE))
             results[name] = execution_accuracy(examples, texts, store=store)
     return results
 
 
-def _chat_messages(example: Example) -> list[Message]:
-    return opening_messages(example, db_details(example.db_path, "full"))
+def _chat_messages(example: Example, style: PromptStyle = PAPER_STYLE) -> list[Message]:
+    return opening_messages(example, db_details(example.db_path, style.schema_profile), style=style)
 
 
-def _chat_greedy(model: Any, tokenizer: Any, examples: Sequence[Example]) -> list[str]:
+def _chat_greedy(
+    model: Any, tokenizer: Any, examples: Sequence[Example], style: PromptStyle = PAPER_STYLE
+) -> list[str]:
     from progress_sql.backends.base import GenerationConfig
     from progress_sql.backends.hf import TransformersBackend
 
     backend = TransformersBackend(model, tokenizer, use_chat_template=True)
-    outputs = backend.generate([_chat_messages(e) for e in examples], GenerationConfig(max_tokens=512))
+    generation = GenerationConfig(max_tokens=min(512, style.max_new_tokens))
+    outputs = backend.generate([_chat_messages(e, style) for e in examples], generation)
     return [choices[0] for choices in outputs]
 
 
@@ -583,7 +595,8 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     processes = world_size()
     if cuda:  # each process of an `accelerate launch` on its own GPU
         model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
-    fmt: ConversationFormat = ChatTemplateFormat(tokenizer) if tokenizer.chat_template else CompactFormat()
+    style = prompt_style(config.prompt)
+    fmt: ConversationFormat = ChatTemplateFormat(tokenizer, style) if tokenizer.chat_template else CompactFormat()
     sizes = {
         "train": len(train),
         "dropped_by_filter": len(candidates) - len(train),
@@ -592,7 +605,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     result = RunResult(config, data_sizes=sizes, leakage=decision.to_dict())
     # one example per prompt text, as in rl_prompts
     prompts = list(
-        {fmt.first_prompt(_chat_messages(e), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items()
+        {fmt.first_prompt(_chat_messages(e, style), e.db_id, e.question): e for e in train[: config.rl_prompts]}.items()
     )
     # With several processes the trained weights end sharded (ZeRO-3, FSDP): held-out EX is measured
     # afterwards on the saved model with `progress-sql eval` instead (docs/training.md).
@@ -604,7 +617,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     final = out / "rl" / "final"
     with ExecutionPool(workers=1) as pool:
         advance = phase(f"RL ({config.rl.preset}, reward {config.rl.reward})", config.rl.steps)
-        settings = replace(config.rl, use_cpu=not cuda)
+        settings = replace(config.rl, use_cpu=not cuda, env=dict(config.rl.env) | {"prompt": style.name})
         result.rl[config.rl.reward] = run_rl(
             model, tokenizer, fmt, prompts, settings, out / "rl", pool, on_step=lambda _s: advance(1), final=final
         )
