@@ -1,0 +1,89 @@
+"""The packaged real model (SmolLM2-135M-Instruct) on this CPU: greedy generation of Spider dev answers in the
+``small`` prompt style, batched (the transformers backend's default) against one conversation at a time
+(the backend before batching), interleaved; and a warm-start step with every weight trained against the
+top N layers only.
+
+    .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
+
+Needs the fetched model (``progress-sql models fetch smollm2-135m``) and ``../shared/data/spider``.
+Prints the medians and their ratios; ``--write`` records them in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/spider")
+    parser.add_argument("--questions", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
+    parser.add_argument("--sft-steps", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from progress_sql.backends.base import GenerationConfig
+    from progress_sql.backends.hf import TransformersBackend
+    from progress_sql.data.ddl import db_details
+    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat, opening_messages
+    from progress_sql.training.pretrained import (
+        ChatPrompts,
+        HeldOut,
+        WarmStartSettings,
+        heldout_examples,
+        train_top_layers,
+        warm_start_examples,
+    )
+    from progress_sql.training.sft import run_sft
+
+    style = PROMPT_STYLES["small"]
+    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
+    conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+    config = GenerationConfig(max_tokens=args.max_tokens)
+    batched = TransformersBackend.from_pretrained("smollm2-135m", batch_size=16)
+    single = TransformersBackend(batched.model, batched.tokenizer, batch_size=1)
+    times: dict[str, list[float]] = {"one at a time": [], "batches of 16": []}
+    for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
+        for label, backend in (("one at a time", single), ("batches of 16", batched)):
+            start = time.perf_counter()
+            backend.generate(conversations, config)
+            times[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        print(f"generation, {label}: {value:.1f} s for {len(examples)} questions ({value / len(examples):.2f} s each)")
+    print(f"batched speed-up: {medians['one at a time'] / medians['batches of 16']:.2f}x")
+
+    fmt = ChatTemplateFormat(batched.tokenizer, style)
+    prompts = ChatPrompts(fmt, style)
+    from progress_sql.data.tasks import resolve_task
+
+    questions = next(n for n in ("train_spider.json", "train_spider.min.json") if (args.data_dir / n).is_file())
+    _, train = resolve_task("spider-train", args.data_dir, questions=questions)
+    train = [e for e in train if Path(e.db_path).is_file()]
+    sequences = warm_start_examples(train, fmt, prompts, WarmStartSettings(examples=64), seed=0)
+    step_seconds: dict[str, float] = {}
+    for label, layers in (("every weight", None), (f"top {args.layers} layers", args.layers)):
+        model: Any = TransformersBackend.from_pretrained("smollm2-135m").model
+        trainable = train_top_layers(model, layers)
+        start = time.perf_counter()
+        run_sft(model, batched.tokenizer, sequences, lr=3e-5, batch_size=8, max_steps=args.sft_steps, warmup=1,
+                threads=args.threads, answer_logits_only=True)  # fmt: skip
+        step_seconds[label] = (time.perf_counter() - start) / args.sft_steps
+        print(f"warm-start step (8 sequences), {label} ({trainable:,} trainable): {step_seconds[label]:.1f} s")
+    values = list(step_seconds.values())
+    print(f"partial-layer speed-up: {values[0] / values[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
