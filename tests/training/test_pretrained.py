@@ -123,3 +123,44 @@ def test_train_top_layers_freezes_the_rest(tiny_chat_model: Path) -> None:
     assert train_top_layers(model, None) == total
     with pytest.raises(ConfigError, match=r"trainable_layers must be in 1\.\.2"):
         train_top_layers(model, 3)
+
+
+def test_the_recipe_sets_everything_and_the_command_line_still_wins(
+    tmp_path: Path, music_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import progress_sql.training.pretrained as pretrained
+    from progress_sql.cli import app
+
+    seen: list[TrainConfig] = []
+
+    def capture(config: TrainConfig, task: str, *_: object) -> None:
+        seen.append(config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(pretrained, "run_real", capture)
+    (music_dir / "train_spider.min.json").write_text((music_dir / "questions.json").read_text())
+    base = ["train", "--recipe", "smollm2-cpu", "--data-dir", str(music_dir), "--out", str(tmp_path)]
+    CliRunner().invoke(app, base)
+    CliRunner().invoke(app, [*base, "--steps", "3", "--sft-steps", "5", "--heldout-size", "20", "--lr", "1e-5",
+                             "--trainable-layers", "4", "--threads", "1"])  # fmt: skip
+    recipe, changed = seen
+    spec = pretrained.RECIPES["smollm2-cpu"]
+    assert (recipe.model, recipe.prompt, recipe.threads, recipe.trainable_layers) == ("smollm2-135m", "small", 2, 10)
+    assert recipe.questions == "train_spider.min.json"  # the reduced file, as the shared data ships it
+    assert recipe.warm_start == spec.warm_start
+    assert recipe.heldout == spec.heldout
+    assert (recipe.rl.steps, recipe.rl.learning_rate, recipe.rl.turns) == (15, 5e-6, 2)
+    assert (changed.rl.steps, changed.rl.learning_rate, changed.rl.turns) == (3, 1e-5, 2)
+    assert (changed.warm_start.steps, changed.heldout.size, changed.trainable_layers, changed.threads) == (5, 20, 4, 1)
+
+
+def test_heldout_size_needs_a_recipe(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from progress_sql.cli import app
+
+    result = CliRunner().invoke(app, ["train", "--heldout-size", "5", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "use it with --recipe" in result.output

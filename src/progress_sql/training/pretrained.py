@@ -254,7 +254,6 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
     started = time.perf_counter()
-    resolved = resolve_model(config.model)  # a bad --model fails before any data is read
     _, examples = resolve_task(task, data_dir, questions=config.questions)
     examples = [e for e in examples if Path(e.db_path).is_file()]
     if len(examples) < 2:
@@ -263,6 +262,7 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
         [(task, e) for e in examples], allow=config.allow_eval_overlap, eval_data_dirs=config.eval_data_dirs,
         extra_folders=[data_dir] if data_dir is not None else [],
     )  # fmt: skip
+    resolved = resolve_model(config.model)  # fails at once on a bad --model, after the leakage guard
     held_out = {heldout_spec.task: heldout_examples(heldout_spec, data_dir)}
     overlap = {e.db_id for e in examples} & {e.db_id for e in held_out[heldout_spec.task]}
     if overlap and not config.allow_eval_overlap:

@@ -566,7 +566,6 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     started = time.perf_counter()
 
     examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
-    resolve_model(config.model)  # a bad --model fails before anything heavy
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
@@ -575,6 +574,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         eval_data_dirs=config.eval_data_dirs,
         extra_folders=[data_dir] if data_dir is not None else [],
     )
+    resolve_model(config.model)  # a bad --model fails before anything heavy (after the instant leakage guard)
     held_out = {"heldout": examples[::10]}
     out = config.out
     write_config(config, out)
