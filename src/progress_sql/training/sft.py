@@ -6,8 +6,7 @@ only the final answer carries loss, and segments are tokenized as the rollout co
 Why and how: docs/architecture.md#the-supervised-warm-start-trainingsftpy.
 
 >>> from progress_sql.data.embedded import real_questions
->>> from progress_sql.errors import GoldQueryError
-from progress_sql.prompts import CompactFormat, ConversationFormat
+>>> from progress_sql.prompts import CompactFormat
 >>> example = sft_examples(real_questions()[:1], CompactFormat(), seed=0, two_turn_share=1.0)[0]
 >>> example.turns, "\\nF: " in example.text("<eos>")
 (2, True)
