@@ -187,3 +187,66 @@ def test_table_pairs_arms_with_the_warm_start_and_progressive() -> None:
     assert rows["no-exec"].diff_vs_progressive == pytest.approx(-0.375)
     assert rows["no-exec"].seeds == 2
     assert rows["no-exec"].n == 8
+
+
+def test_real_model_ablation_shares_one_warm_start(
+    tmp_path: Path, music_dir: Path, tiny_chat_model: Path, heldout_dir: Path
+) -> None:
+    """A recipe's ablation (``ablate --recipe``): one warm start per seed, every arm from it, measured on
+    the recipe's held-out questions (paired), the base model's measurement kept, and a rerun resumed."""
+    from progress_sql.training.ablate import records, report, summary
+    from tests.training.real_run import config_for
+
+    out = tmp_path / "ablate"
+    real = config_for(out, tiny_chat_model, heldout_dir, trainable_layers=1)
+    config = AblateConfig(out=out, arms=("progressive", "one-shot"), real=real,
+                          real_task=str(music_dir / "questions.json"), data_dir=music_dir)  # fmt: skip
+    name = str(heldout_dir / "questions.json")
+    assert config.sets == (name,)
+    result = run_ablate(config, no_bar)
+    seed = out / "seed-0"
+    assert (seed / "checkpoints" / "sft" / "base.json").is_file()
+    assert (seed / "warm.json").is_file()
+    runs = {run.arm: run for run in result.runs}
+    assert set(runs) == {"progressive", "one-shot"}
+    assert (runs["progressive"].settings["turns"], runs["progressive"].settings["reward"]) == (2, "progressive")
+    assert (runs["one-shot"].settings["turns"], runs["one-shot"].settings["reward"]) == (1, "one-shot")
+    for arm in runs:
+        assert (seed / "arms" / arm / DONE_MARKER).is_file()
+        assert (seed / "arms" / arm / "final" / "config.json").is_file()
+        assert not (seed / "arms" / arm / "rl" / "final").exists()  # one copy of the policy
+        assert len(runs[arm].measured.single) == 4  # the held-out questions, paired across arms
+    rows = {row.arm: row for row in result.rows()}
+    assert rows["one-shot"].diff_vs_progressive is not None
+    data = summary(result)
+    assert data["model"] == str(tiny_chat_model)
+    assert data["heldout_sets"] == [name]
+    before = data["warm_start"]["0"]["before_warm_start"]
+    assert before["warm_start_change"]["n"] == 4
+    assert len(result.base[0].single) == 4
+    text = report(result, data, out)
+    assert "held-out real questions of other databases" in text
+    assert "before the warm start" in text
+    assert len(records(result)) == 2
+
+    again = run_ablate(config, no_bar)
+    assert sorted(again.resumed) == ["one-shot@seed0", "progressive@seed0"]
+    assert again.sft[0].get("resumed") is True
+    assert again.rows() == result.rows()
+
+
+def test_real_model_ablation_options(tmp_path: Path) -> None:
+    unknown = runner.invoke(app, ["ablate", "--model", "no-such-model", "--out", str(tmp_path / "a")])
+    assert unknown.exit_code == 2
+    assert "no recipe trains 'no-such-model'" in unknown.output
+    no_data = runner.invoke(app, ["ablate", "--recipe", "smollm2-cpu", "--out", str(tmp_path / "b")])
+    assert no_data.exit_code == 2
+    assert "needs --data-dir" in no_data.output
+    stray = runner.invoke(app, ["ablate", "--heldout-size", "5", "--out", str(tmp_path / "c")])
+    assert stray.exit_code == 2
+    assert "use them with --recipe or --model" in stray.output
+    from progress_sql.training.recipe import TrainConfig
+
+    no_warm_start = TrainConfig(out=tmp_path, model="some/model")
+    with pytest.raises(ConfigError, match="needs a recipe"):
+        AblateConfig(out=tmp_path, real=no_warm_start)

@@ -5,60 +5,17 @@ RL (paired), the prompt style in every phase, resuming after the warm start, the
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("trl", reason="training needs the [trl] extra")
 
-from progress_sql.data.embedded import embedded_databases, real_questions
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.training.pretrained import HeldOut, WarmStartSettings, run_real, train_top_layers
 from progress_sql.training.recipe import TrainConfig
 from progress_sql.training.report import write_report
-from progress_sql.training.rl import RLSettings
-
-
-def no_bar(description: str, total: int) -> Any:
-    return lambda n: None
-
-
-@pytest.fixture(scope="module")
-def tiny_chat_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.tiny_lm import tiny_model, tiny_tokenizer
-
-    corpus = ["system: You write SQLite queries. user: Question: how many singers? assistant: <sql>SELECT count(*) "
-              "FROM singer</sql> Feedback: your previous SQL has structural issues: WHERE_MISSING. Revise"]  # fmt: skip
-    tokenizer = tiny_tokenizer(corpus)
-    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
-    folder = tmp_path_factory.mktemp("tiny-chat")
-    tiny_model(tokenizer).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def heldout_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Spider-format folder of real dev questions over the embedded concert_singer database."""
-    root = tmp_path_factory.mktemp("heldout")
-    (root / "database" / "concert_singer").mkdir(parents=True)
-    shutil.copy(embedded_databases()["concert_singer"], root / "database" / "concert_singer" / "concert_singer.sqlite")
-    rows = [{"db_id": e.db_id, "question": e.question, "query": e.gold_sql}
-            for e in real_questions() if e.db_id == "concert_singer"][:6]  # fmt: skip
-    (root / "questions.json").write_text(json.dumps(rows), encoding="utf-8")
-    return root
-
-
-def config_for(out: Path, model: Path, heldout_dir: Path, **changes: Any) -> TrainConfig:
-    settings: dict[str, Any] = dict(
-        out=out, model=str(model), prompt="small", rl_prompts=4, threads=1,
-        rl=RLSettings(steps=1, prompts_per_step=2, generations=2, max_new_tokens=8, save_steps=1, turns=2),
-        warm_start=WarmStartSettings(steps=2, batch_size=2, examples=4, warmup=1, two_turn_share=0.5),
-        heldout=HeldOut(task=str(heldout_dir / "questions.json"), size=4, data_dir=str(heldout_dir)),
-    )  # fmt: skip
-    return TrainConfig(**(settings | changes))
+from tests.training.real_run import config_for, no_bar
 
 
 def test_warm_started_run_measures_three_times_and_resumes(
@@ -154,6 +111,8 @@ def test_the_recipe_sets_everything_and_the_command_line_still_wins(
     assert (recipe.rl.steps, recipe.rl.learning_rate, recipe.rl.turns) == (15, 5e-6, 2)
     assert (changed.rl.steps, changed.rl.learning_rate, changed.rl.turns) == (3, 1e-5, 2)
     assert (changed.warm_start.steps, changed.heldout.size, changed.trainable_layers, changed.threads) == (5, 20, 4, 1)
+    # ablate --recipe builds the same run (training.pretrained.recipe_config)
+    assert pretrained.recipe_config(spec, out=tmp_path, data_dir=music_dir) == recipe
 
 
 def test_heldout_size_needs_a_recipe(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from progress_sql.cli._common import (
     add_command,
+    fail,
     json_option,
     out_dir_option,
     prepare_out,
@@ -41,7 +42,25 @@ def ablate_command(
     ),
     steps: int | None = typer.Option(None, "--steps", help="RL steps per arm (default 300; --quick 3)."),
     quick: bool = typer.Option(False, "--quick", help="A reduced run for tests: tiny warm start, few steps."),
-    threads: int = typer.Option(1, "--threads", help="Torch threads (one per idle core); arms run one at a time."),
+    threads: int | None = typer.Option(
+        None, "--threads", help="Torch threads, one per idle core (default 1; a recipe's own); arms run one at a time."
+    ),
+    recipe_name: str | None = typer.Option(
+        None, "--recipe", help="A real model's recipe (train --recipe): its warm start, RL and held-out questions."
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="A real model: the recipe that trains it (smollm2-135m: smollm2-cpu), or with --recipe "
+        "another model in its place.",
+    ),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="A recipe's data folder (Spider: train questions and databases, dev held out)."
+    ),
+    sft_steps: int | None = typer.Option(None, "--sft-steps", help="A recipe's warm-start steps (default: its own)."),
+    heldout_size: int | None = typer.Option(
+        None, "--heldout-size", help="A recipe's held-out questions (default: its own, 300 for smollm2-cpu)."
+    ),
     as_json: bool = json_option(),
     view: bool = view_option(),
 ) -> None:
@@ -50,6 +69,7 @@ def ablate_command(
         DEFAULT_ARMS,
         AblateConfig,
         arm_names,
+        held_out_words,
         records,
         report,
         run_ablate,
@@ -57,13 +77,30 @@ def ablate_command(
     )
 
     chosen = arm_names(arms) if arms else DEFAULT_ARMS
-    config = (
-        AblateConfig.quick(out, seeds=seeds, arms=chosen, threads=threads)
-        if quick
-        else AblateConfig(out=out, seeds=seeds, arms=chosen, threads=threads)
-    )
-    if steps is not None:
-        config = replace(config, rl=replace(config.rl, steps=steps))
+    if recipe_name is not None or model is not None:
+        from progress_sql.training.pretrained import recipe, recipe_config, recipe_for_model
+
+        if quick:
+            fail("--quick is the embedded default's reduced run: use --steps, --sft-steps and --heldout-size")
+        real_recipe = recipe(recipe_name) if recipe_name is not None else recipe_for_model(model or "")
+        if data_dir is None:
+            fail(f"the recipe {real_recipe.name} needs --data-dir (its task {real_recipe.task}'s folder)")
+        real = recipe_config(
+            real_recipe, out=out, data_dir=data_dir, model=model, rl={"steps": steps}, warm_start_steps=sft_steps,
+            heldout_size=heldout_size, threads=threads,
+        )  # fmt: skip
+        config = AblateConfig(out=out, seeds=seeds, arms=chosen, real=real, real_task=real_recipe.task,
+                              data_dir=data_dir)  # fmt: skip
+    else:
+        if data_dir is not None or sft_steps is not None or heldout_size is not None:
+            fail("--data-dir, --sft-steps and --heldout-size are a recipe's: use them with --recipe or --model")
+        config = (
+            AblateConfig.quick(out, seeds=seeds, arms=chosen, threads=threads or 1)
+            if quick
+            else AblateConfig(out=out, seeds=seeds, arms=chosen, threads=threads or 1)
+        )
+        if steps is not None:
+            config = replace(config, rl=replace(config.rl, steps=steps))
     prepare_out(out)
     with progress_bar("{task.description}", console=stderr, quiet=as_json) as progress:
 
@@ -72,11 +109,13 @@ def ablate_command(
             return lambda n: progress.advance(job, n)
 
         result = run_ablate(config, phase)
+    rl = config.base_rl
     settings = {
-        "seeds": seeds, "arms": list(chosen), "steps": config.rl.steps, "quick": quick, "threads": threads,
-        "sft_steps": config.sft_steps, "prompts_per_step": config.rl.prompts_per_step,
-        "generations": config.rl.generations, "lr": config.rl.learning_rate, "temperature": config.rl.temperature,
-        "turns": config.rl.turns,
+        "seeds": seeds, "arms": list(chosen), "steps": rl.steps, "quick": quick,
+        "threads": config.threads if config.real is None else config.real.threads,
+        "recipe": recipe_name, "model": None if config.real is None else config.real.model,
+        "sft_steps": config.warm_start_steps, "prompts_per_step": rl.prompts_per_step,
+        "generations": rl.generations, "lr": rl.learning_rate, "temperature": rl.temperature, "turns": rl.turns,
     }  # fmt: skip
     run = RunSummary("ablate", settings, summary(result))
     data = run.to_dict()
@@ -85,7 +124,7 @@ def ablate_command(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    table = Table(title="held-out EX by arm (greedy, single turn; pooled template sets)", header_style="bold")
+    table = Table(title=f"held-out EX by arm (greedy, single turn; {held_out_words(config)})", header_style="bold")
     for column in ("arm", "EX (%)", "vs warm (points)", "vs progressive (points)", "> 2 SE"):
         table.add_column(column, justify="right")
     for row in result.rows():

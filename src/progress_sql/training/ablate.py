@@ -1,13 +1,16 @@
 """``progress-sql ablate``: the paper's Table 3 ablations from one shared warm start per seed.
 
-For each seed the embedded default's data and supervised checkpoint (:mod:`progress_sql.training.recipe`)
-are made once; every arm then starts RL from that checkpoint, on the same RL prompts, for the same
-number of optimizer steps, and is measured on the same held-out template prompts (pooled), so each
-arm's EX is paired with the warm start's and with the progressive arm's. Arms are a registry
-(:data:`ARMS`); reward arms come from :mod:`progress_sql.rewards.ablations`.
+For each seed the data and the supervised checkpoint are made once: the embedded default's
+(:mod:`progress_sql.training.recipe`), or with ``AblateConfig.real`` a real model's recipe
+(:mod:`progress_sql.training.pretrained`: Spider train questions, held-out Spider dev questions of other
+databases). Every arm then starts RL from that checkpoint, on the same RL prompts, for the same number of
+optimizer steps, and is measured on the same held-out questions (the template sets pooled, or the
+recipe's held-out set), so each arm's EX is paired with the warm start's and with the progressive arm's.
+Arms are a registry (:data:`ARMS`); reward arms come from :mod:`progress_sql.rewards.ablations`.
 
 Layout of ``out``: ``config.json``; ``seed-<s>/checkpoints/sft`` (the shared warm start),
-``seed-<s>/warm.json`` (its measurement); ``seed-<s>/arms/<arm>/`` with ``rl/metrics.jsonl``,
+``seed-<s>/warm.json`` (its measurement; a real model's ``checkpoints/sft/base.json`` holds the measurement
+before the warm start); ``seed-<s>/arms/<arm>/`` with ``rl/metrics.jsonl``,
 ``final/`` (the policy), ``result.json`` and, written last, the completion marker ``done``. A rerun
 with the same ``out`` reads a finished arm back and runs only the others. Keys: docs/training.md.
 """
@@ -109,8 +112,16 @@ class AblateConfig:
     heldout_size: int = 150
     heldout_rl_size: int = 300
     threads: int = 1
+    #: A real model's run (``train --recipe``'s configuration, :func:`progress_sql.training.pretrained.recipe_config`)
+    #: that every seed repeats up to RL: then ``rl``, ``sft_steps``, ``rl_prompts``, the held-out sizes and
+    #: ``threads`` above are unused (the run's own apply), and ``real_task`` / ``data_dir`` are its data.
+    real: TrainConfig | None = None
+    real_task: str = ""
+    data_dir: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.real is not None and self.real.warm_start is None:
+            raise ConfigError("ablate on a real model needs a recipe (a warm start and a held-out set)")
         if self.seeds < 1:
             raise ConfigError(f"ablate needs seeds >= 1, got {self.seeds}")
         if not self.arms:
@@ -119,7 +130,7 @@ class AblateConfig:
         if duplicated:
             raise ConfigError(f"arm named twice: {', '.join(duplicated)}")
         for name in self.arms:
-            get_arm(name).settings(self.rl, self.progressive)  # fails at once on an unknown arm or a constant reward
+            get_arm(name).settings(self.base_rl, self.progressive)  # fails at once: unknown arm, constant reward
         if self.sft_steps < 1 or self.threads < 1:
             raise ConfigError("ablate needs sft_steps >= 1 and threads >= 1")
 
@@ -135,8 +146,30 @@ class AblateConfig:
                                     "heldout_rl_size": 8}  # fmt: skip
         return cls(out=out, **(settings | overrides))
 
+    @property
+    def base_rl(self) -> RLSettings:
+        """The RL settings every arm changes: the real run's, else ``rl``."""
+        return self.rl if self.real is None else self.real.rl
+
+    @property
+    def sets(self) -> tuple[str, ...]:
+        """The held-out sets the arms are compared on, pooled in this order."""
+        if self.real is None:
+            return HELDOUT_SETS
+        assert self.real.heldout is not None
+        return (self.real.heldout.task,)
+
+    @property
+    def warm_start_steps(self) -> int:
+        if self.real is None:
+            return self.sft_steps
+        assert self.real.warm_start is not None
+        return self.real.warm_start.steps
+
     def train_config(self, seed: int) -> TrainConfig:
-        """The default run's configuration of ``seed`` (its data, warm start and RL base)."""
+        """The run's configuration of ``seed`` (its data, warm start and RL base)."""
+        if self.real is not None:
+            return replace(self.real, out=self.out / f"seed-{seed}", rl=replace(self.real.rl, seed=seed), seed=seed)
         return TrainConfig(
             out=self.out / f"seed-{seed}", rl=replace(self.rl, seed=seed), sft_steps=self.sft_steps,
             sft_target=self.sft_target,
@@ -148,7 +181,7 @@ class AblateConfig:
 @dataclass(frozen=True, slots=True)
 class Measured:
     """A model measured on the pooled held-out sets: per-prompt single-turn greedy outcomes and EX
-    within ``turns`` turns with ODT feedback (pooled in :data:`HELDOUT_SETS` order), and each set's
+    within ``turns`` turns with ODT feedback (pooled in :attr:`AblateConfig.sets` order), and each set's
     :meth:`SetMeasurement.as_dict`."""
 
     single: tuple[bool, ...]
@@ -157,12 +190,12 @@ class Measured:
     sets: Mapping[str, Any]
 
     @classmethod
-    def of(cls, measured: Mapping[str, SetMeasurement], turns: int) -> Measured:
+    def of(cls, measured: Mapping[str, SetMeasurement], turns: int, sets: Sequence[str] = HELDOUT_SETS) -> Measured:
         return cls(
-            tuple(m for name in HELDOUT_SETS for m in measured[name].single.matches),
-            tuple(m for name in HELDOUT_SETS for m in measured[name].within_turns.matches),
+            tuple(m for name in sets for m in measured[name].single.matches),
+            tuple(m for name in sets for m in measured[name].within_turns.matches),
             turns,
-            {name: measured[name].as_dict() for name in HELDOUT_SETS},
+            {name: measured[name].as_dict() for name in sets},
         )
 
     @classmethod
@@ -230,6 +263,8 @@ class ArmRow:
 class AblateResult:
     config: AblateConfig
     warm: dict[int, Measured] = field(default_factory=dict)
+    #: A real model's measurement before the warm start, per seed (the same for every seed: greedy).
+    base: dict[int, Measured] = field(default_factory=dict)
     sft: dict[int, dict[str, Any]] = field(default_factory=dict)
     runs: list[ArmRun] = field(default_factory=list)
     #: ``"<arm>@seed<s>"`` of the arms read back from a finished folder instead of run.
@@ -330,65 +365,116 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(plain(data)) + "\n", encoding="utf-8")
 
 
+class _EmbeddedSeed:
+    """One seed of the embedded default: its data, its warm start (made or read back) and its RL prompts."""
+
+    def __init__(self, config: AblateConfig, seed: int, phase: Phase) -> None:
+        from progress_sql.training.recipe import embedded_data, rl_prompts, warm_start
+
+        self.base = config.train_config(seed)
+        self.turns = config.rl.turns
+        self.fmt = CompactFormat()
+        embedded = embedded_data(self.base)
+        self.sets = {name: embedded.held_out[name] for name in HELDOUT_SETS}
+        self.model, self.tokenizer, self.sft = warm_start(self.base, embedded.data, phase, embedded.pool.validation)
+        self.prompts = rl_prompts(self.fmt, embedded.pool.prompts, config.rl_prompts)
+        self.before_warm_start: Measured | None = None
+
+    def measure(self, model: Any, label: str, phase: Phase) -> Measured:
+        from progress_sql.training.recipe import measure_sets
+
+        advance = phase(label, 1)
+        measured = Measured.of(measure_sets(model, self.tokenizer, self.fmt, self.sets, self.turns), self.turns)
+        advance(1)
+        return measured
+
+    def policy(self) -> Any:
+        from progress_sql.training.recipe import load_checkpoint, sft_checkpoint
+
+        return load_checkpoint(sft_checkpoint(self.base.out))[0]
+
+    def run_rl(self, policy: Any, settings: RLSettings, folder: Path, label: str, phase: Phase) -> Any:
+        from progress_sql.execution.pool import ExecutionPool
+        from progress_sql.training.recipe import advancer
+        from progress_sql.training.rl import run_rl
+
+        advance = phase(label, settings.steps)
+        with ExecutionPool(workers=1) as execution:
+            return run_rl(
+                policy, self.tokenizer, self.fmt, self.prompts, settings, folder / "rl", execution,
+                on_step=advancer(advance),
+            )  # fmt: skip
+
+
+class _RealSeed:
+    """One seed of a real model's recipe (:mod:`progress_sql.training.pretrained`): data, leakage guard,
+    held-out set, the base model measured and warm-started (or read back), the RL prompts."""
+
+    def __init__(self, config: AblateConfig, seed: int, phase: Phase) -> None:
+        from progress_sql.training.pretrained import prepare_real, warm_started
+
+        self.base = config.train_config(seed)
+        self.setup = prepare_real(self.base, config.real_task, config.data_dir, phase)
+        self.model = warm_started(self.setup)
+        self.sets = config.sets
+        self.turns = self.setup.config.heldout.turns
+        self.tokenizer = self.setup.tokenizer
+        self.sft = self.setup.result.sft
+        self.prompts = self.setup.rl_prompts()
+        self.before_warm_start = Measured.of(self.setup.result.base_detail, self.turns, self.sets)
+
+    def measure(self, model: Any, label: str, phase: Phase) -> Measured:
+        return Measured.of(self.setup.measure(model, label), self.turns, self.sets)
+
+    def policy(self) -> Any:
+        warm = self.setup.config.warm_start.steps > 0
+        return self.setup.load_policy(self.setup.sft_dir if warm else None)
+
+    def run_rl(self, policy: Any, settings: RLSettings, folder: Path, label: str, phase: Phase) -> Any:
+        del label, phase  # the setup's own phase names the bar
+        return self.setup.run_rl(policy, settings, folder / "rl", self.prompts)
+
+
 def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
     """Every arm of ``config`` on every seed from the seed's shared warm start (see the module docstring)."""
-    from progress_sql.execution.pool import ExecutionPool
-    from progress_sql.training.recipe import (
-        advancer,
-        configure_threads,
-        embedded_data,
-        load_checkpoint,
-        measure_sets,
-        rl_prompts,
-        sft_checkpoint,
-        warm_start,
-        write_config,
-    )
-    from progress_sql.training.rl import run_rl
+    from progress_sql.training.recipe import configure_threads, write_config
 
-    configure_threads(config.threads)
+    configure_threads(config.threads if config.real is None else config.real.threads)
     started = time.perf_counter()
     write_config(config, config.out)
     result = AblateResult(config)
-    fmt = CompactFormat()
     arms_done = phase("ablation arms (seeds x arms)", config.seeds * len(config.arms))
     for seed in range(config.seeds):
-        base = config.train_config(seed)
-        embedded = embedded_data(base)
-        sets = {name: embedded.held_out[name] for name in HELDOUT_SETS}
-        model, tokenizer, result.sft[seed] = warm_start(base, embedded.data, phase, embedded.pool.validation)
-        warm_file = base.out / "warm.json"
+        source = _EmbeddedSeed(config, seed, phase) if config.real is None else _RealSeed(config, seed, phase)
+        result.sft[seed] = source.sft
+        if source.before_warm_start is not None:
+            result.base[seed] = source.before_warm_start
+        warm_file = source.base.out / "warm.json"
         if warm_file.is_file():
             result.warm[seed] = Measured.from_dict(json.loads(warm_file.read_text(encoding="utf-8")))
         else:
-            advance = phase(f"seed {seed}: EX of the warm start", 1)
-            result.warm[seed] = Measured.of(measure_sets(model, tokenizer, fmt, sets, config.rl.turns), config.rl.turns)
+            result.warm[seed] = source.measure(source.model, f"seed {seed}: EX of the warm start", phase)
             _write_json(warm_file, result.warm[seed])
-            advance(1)
-        del model
-        prompts = rl_prompts(fmt, embedded.pool.prompts, config.rl_prompts)
+        del source.model
         for name in config.arms:
             arm = get_arm(name)
-            folder = base.out / "arms" / name
+            folder = source.base.out / "arms" / name
             if (folder / DONE_MARKER).is_file():
                 result.runs.append(ArmRun.from_dict(json.loads((folder / "result.json").read_text(encoding="utf-8"))))
                 result.resumed.append(f"{name}@seed{seed}")
                 arms_done(1)
                 continue
-            settings = arm.settings(base.rl, config.progressive)
-            policy = load_checkpoint(sft_checkpoint(base.out))[0]
-            advance = phase(f"seed {seed}, arm {name} (RL steps)", settings.steps)
-            with ExecutionPool(workers=1) as execution:
-                rl = run_rl(
-                    policy, tokenizer, fmt, prompts, settings, folder / "rl", execution, on_step=advancer(advance)
-                )
-            measured = Measured.of(measure_sets(policy, tokenizer, fmt, sets, config.rl.turns), config.rl.turns)
+            settings = arm.settings(source.base.rl, config.progressive)
+            policy = source.policy()
+            rl = source.run_rl(policy, settings, folder, f"seed {seed}, arm {name} (RL steps)", phase)
+            measured = source.measure(policy, f"seed {seed}, arm {name}: EX after RL", phase)
             policy.save_pretrained(folder / "final")
-            tokenizer.save_pretrained(folder / "final")
+            source.tokenizer.save_pretrained(folder / "final")
             run = _arm_run(arm, seed, settings, rl, measured, folder)
             _write_json(folder / "result.json", run)
-            # the trainer's checkpoints only serve an interrupted arm; a finished one keeps final/
+            # the trainer's checkpoints (and a real run's copy of the policy) only serve an interrupted arm
             shutil.rmtree(folder / "rl" / "checkpoints", ignore_errors=True)
+            shutil.rmtree(folder / "rl" / "final", ignore_errors=True)
             (folder / DONE_MARKER).write_text(f"{time.time()}\n", encoding="utf-8")
             result.runs.append(run)
             arms_done(1)
@@ -399,9 +485,10 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
 def summary(result: AblateResult) -> dict[str, Any]:
     """The results part of ``summary.json`` (keys in docs/training.md)."""
     return {
-        "heldout_sets": list(HELDOUT_SETS),
-        "turns": result.config.rl.turns,
-        "steps": result.config.rl.steps,
+        "model": "tiny (embedded default)" if result.config.real is None else result.config.real.model,
+        "heldout_sets": list(result.config.sets),
+        "turns": result.config.base_rl.turns,
+        "steps": result.config.base_rl.steps,
         "seeds": result.config.seeds,
         "arms": [plain(row, digits=6) for row in result.rows()],
         "warm_start": {
@@ -411,12 +498,20 @@ def summary(result: AblateResult) -> dict[str, Any]:
                 "se": round(m.accuracy.standard_error, 6),
                 "within_turns_ex": round(m.within_accuracy.ex, 6),
                 "sft": result.sft.get(seed, {}),
+                **({"before_warm_start": _paired(result.base[seed], m)} if seed in result.base else {}),
             }
             for seed, m in sorted(result.warm.items())
         },
         "resumed": result.resumed,
         "seconds": round(result.seconds, 1),
     }
+
+
+def _paired(before: Measured, after: Measured) -> dict[str, Any]:
+    """EX before the warm start and the paired change the warm start made."""
+    return {"ex": round(before.accuracy.ex, 6), "se": round(before.accuracy.standard_error, 6),
+            "within_turns_ex": round(before.within_accuracy.ex, 6),
+            "warm_start_change": PairedChange.of(before.accuracy, after.accuracy).as_dict()}  # fmt: skip
 
 
 def records(result: AblateResult) -> list[dict[str, Any]]:
@@ -455,24 +550,29 @@ def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> 
         n = rows[0].n if rows else 0
         labelled_bars(
             [(row.arm, row.ex, row.se) for row in rows], out / "ablation.png",
-            f"held-out EX by arm (greedy, single turn; pooled template sets, n = {n})", baseline=baseline,
+            f"held-out EX by arm (greedy, single turn; {held_out_words(result.config)}, n = {n})", baseline=baseline,
         )  # fmt: skip
         plot = "![ablation](ablation.png)"
     except PlottingUnavailableError as error:
         plot = f"(no plot: {error})"
     config = result.config
+    rl = config.base_rl
+    model = (
+        "the embedded default (tiny, template questions)" if config.real is None
+        else f"`{config.real.model}` (prompt style `{config.real.prompt}`, training task `{config.real_task}`)"
+    )  # fmt: skip
     lines = [
         "# progress-sql ablate: the paper's Table 3 ablations",
         "",
-        f"{config.seeds} seed(s); per seed one supervised warm start ({config.sft_steps} steps), then every arm: "
-        f"{config.rl.steps} RL steps of {config.rl.prompts_per_step} prompts x {config.rl.generations} samples, "
-        f"lr {config.rl.learning_rate:g}, temperature {config.rl.temperature:g}, the same RL prompts; "
+        f"Model: {model}. {config.seeds} seed(s); per seed one supervised warm start ({config.warm_start_steps} "
+        f"steps), then every arm: {rl.steps} RL steps of {rl.prompts_per_step} prompts x {rl.generations} samples, "
+        f"lr {rl.learning_rate:g}, temperature {rl.temperature:g}, the same RL prompts; "
         f"{result.seconds:.0f} s in all.",
         "",
-        f"EX: greedy single-turn execution accuracy on the pooled held-out template sets ({', '.join(HELDOUT_SETS)}; "
+        f"EX: greedy single-turn execution accuracy on the {held_out_words(config)} ({', '.join(config.sets)}; "
         "the same prompts for every arm of a seed). +- is one standard error (over seeds and examples: the larger "
         "of the two). Changes are paired per prompt and averaged over seeds. EX within T: greedy, with ODT "
-        f"feedback, T = {config.rl.turns} for every arm.",
+        f"feedback, T = {rl.turns} for every arm.",
         "",
         "| arm | what changes | EX (%) | EX within T (%) | vs warm start (points) | vs progressive (points) "
         "| > 2 SE vs progressive |",
@@ -490,7 +590,7 @@ def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> 
         )
     warm_lines = [
         f"- seed {seed}: warm start EX {_pct(w['ex'])}% +- {_pct(w['se'])} (n = {w['n']}), within T "
-        f"{_pct(w['within_turns_ex'])}%"
+        f"{_pct(w['within_turns_ex'])}%" + _before_words(w.get("before_warm_start"))
         for seed, w in summary_data["warm_start"].items()
     ]
     lines += [
@@ -505,6 +605,20 @@ def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> 
         "",
     ]
     return "\n".join(lines)
+
+
+def held_out_words(config: AblateConfig) -> str:
+    return "pooled held-out template sets" if config.real is None else "held-out real questions of other databases"
+
+
+def _before_words(before: Mapping[str, Any] | None) -> str:
+    if before is None:
+        return ""
+    change = before["warm_start_change"]
+    return (
+        f"; before the warm start {_pct(before['ex'])}% +- {_pct(before['se'])} (the warm start: "
+        f"{100 * change['diff']:+.1f} +- {_pct(change['se_diff'])} points, paired)"
+    )
 
 
 def arm_names(text: str) -> tuple[str, ...]:

@@ -126,6 +126,37 @@ def recipe(name: str) -> Recipe:
     return lookup(RECIPES, name, "recipe")
 
 
+def recipe_for_model(model: str) -> Recipe:
+    """The recipe whose model is ``model`` (a packaged model's name), else a ConfigError naming them."""
+    matching = [r for r in RECIPES.values() if r.model == model]
+    if not matching:
+        known = ", ".join(f"{r.model} ({r.name})" for r in RECIPES.values())
+        raise ConfigError(f"no recipe trains {model!r}: name one with --recipe (models with a recipe: {known})")
+    return matching[0]
+
+
+def recipe_config(
+    chosen: Recipe, *, out: Path, data_dir: Path | None, model: str | None = None, seed: int = 0,
+    rl: Mapping[str, Any] | None = None, warm_start_steps: int | None = None, heldout_size: int | None = None,
+    threads: int | None = None,
+) -> Any:  # fmt: skip
+    """``chosen``'s run as a :class:`progress_sql.training.recipe.TrainConfig`; the keywords that are
+    not None win over the recipe's (``rl``: :class:`progress_sql.training.rl.RLSettings` fields)."""
+    from progress_sql.training.recipe import TrainConfig, default_rl_settings
+
+    model = model or chosen.model
+    settings = dict(chosen.rl) | {k: v for k, v in (rl or {}).items() if v is not None}
+    steps = chosen.warm_start.steps if warm_start_steps is None else warm_start_steps
+    return TrainConfig(
+        out=out, model=model, rl=default_rl_settings(model, **settings, seed=seed), seed=seed,
+        threads=threads or chosen.threads, rl_prompts=chosen.rl_prompts, prompt=chosen.prompt,
+        questions=first_present(data_dir, chosen.questions),
+        warm_start=replace(chosen.warm_start, steps=steps),
+        heldout=replace(chosen.heldout, size=heldout_size or chosen.heldout.size),
+        trainable_layers=chosen.trainable_layers,
+    )  # fmt: skip
+
+
 def train_top_layers(model: Any, layers: int | None) -> int:
     """Freeze every weight but the top ``layers`` decoder layers and the final norm (None: train every
     weight); returns the trainable parameter count. Why partial layers on a CPU: the backward pass stops
@@ -238,22 +269,82 @@ def warm_start_examples(
     return sft_examples(chosen, fmt, seed=seed, two_turn_share=settings.two_turn_share, prompt=prompts)
 
 
-def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
-    """The real-model run (module docstring): data and leakage guard, held-out set, the model (fp32),
-    EX before the warm start, the warm start, EX before RL, RL, EX after RL. ``config`` is a
-    :class:`progress_sql.training.recipe.TrainConfig` with ``warm_start`` and ``heldout`` set."""
+@dataclass(slots=True)
+class RealSetup:
+    """What every phase of a real-model run shares (:func:`prepare_real`): the filtered training
+    questions, the held-out sets, the tokenizer, its chat format and prompts, and the run's result so far
+    (its data sizes and leakage decision)."""
+
+    config: Any
+    task: str
+    train: list[Example]
+    held_out: dict[str, list[Example]]
+    resolved: str
+    tokenizer: Any
+    fmt: ChatTemplateFormat
+    prompts: ChatPrompts
+    result: Any
+    phase: Any
+
+    @property
+    def sft_dir(self) -> Path:
+        return Path(self.config.out) / "checkpoints" / "sft"
+
+    def load_policy(self, path: str | Path | None = None) -> Any:
+        """The model (fp32) from ``path`` (default: the resolved ``--model``), only the recipe's layers
+        trainable."""
+        from progress_sql.models import load_causal_lm
+
+        model = load_causal_lm(str(path or self.resolved))
+        train_top_layers(model, self.config.trainable_layers)
+        return model
+
+    def measure(self, model: Any, label: str) -> dict[str, SetMeasurement]:
+        """Greedy multi-turn measurement of ``model`` on every held-out set (:func:`measure_chat`)."""
+        advance = self.phase(label, 1)
+        figures = {
+            name: measure_chat(
+                model, self.tokenizer, self.fmt, self.prompts, items, turns=self.config.heldout.turns,
+                max_new_tokens=self.config.rl.max_new_tokens,
+            )
+            for name, items in self.held_out.items()
+        }  # fmt: skip
+        advance(1)
+        return figures
+
+    def rl_prompts(self) -> list[tuple[str, Example]]:
+        """RL's prompts: up to ``rl_prompts`` training questions shuffled by the seed, one per prompt text."""
+        chosen = list(self.train)
+        random.Random(self.config.seed + 1).shuffle(chosen)
+        chosen = chosen[: self.config.rl_prompts] if self.config.rl_prompts else chosen
+        return list({self.prompts(e): e for e in chosen}.items())
+
+    def run_rl(self, model: Any, settings: Any, out: Path, prompts: Sequence[tuple[str, Example]]) -> Any:
+        """Multi-turn GRPO of ``model`` with ``settings`` on ``prompts`` (:meth:`rl_prompts`; on CPU, in
+        this run's prompt style), logs and checkpoints under ``out``, the final policy in ``out/final``."""
+        from progress_sql.training.rl import run_rl
+
+        settings = replace(settings, use_cpu=True, env=dict(settings.env) | {"prompt": self.prompts.style.name})
+        with ExecutionPool(workers=1) as pool:
+            advance = self.phase(f"RL ({settings.preset}, reward {settings.reward})", settings.steps)
+            return run_rl(
+                model, self.tokenizer, self.fmt, list(prompts), settings, out, pool,
+                on_step=lambda _s: advance(1), final=out / "final",
+            )  # fmt: skip
+
+
+def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> RealSetup:
+    """The first phase of a real-model run: data and leakage guard, the held-out set (refused when it
+    shares a database with the training data), the gold audit and the tokenizer; writes ``config.json``.
+    ``config`` is a :class:`progress_sql.training.recipe.TrainConfig` with ``warm_start`` and ``heldout``."""
     from progress_sql.backends.hf import load_tokenizer
     from progress_sql.data.leakage import check_leakage
     from progress_sql.data.tasks import resolve_task
-    from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.models import resolve_model
     from progress_sql.training.recipe import RunResult, configure_threads, filter_training_examples, write_config
-    from progress_sql.training.rl import run_rl
-    from progress_sql.training.sft import run_sft
 
-    settings: WarmStartSettings = config.warm_start
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
-    started = time.perf_counter()
     _, examples = resolve_task(task, data_dir, questions=config.questions)
     examples = [e for e in examples if Path(e.db_path).is_file()]
     if len(examples) < 2:
@@ -270,10 +361,9 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
             f"the training task shares databases with the held-out set ({', '.join(sorted(overlap)[:5])}): "
             "held-out EX would not measure generalisation"
         )
-    out = config.out
-    write_config(config, out)
+    write_config(config, config.out)
     advance = phase(f"gold audit (filter {config.data_filter})", 1)
-    train = filter_training_examples(examples, config.data_filter, out)
+    train = filter_training_examples(examples, config.data_filter, config.out)
     advance(1)
     if not train:
         raise DatasetError(f"{task}: the filter {config.data_filter!r} dropped every training example")
@@ -283,50 +373,44 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError(f"--model {config.model}: the warm-started recipe needs a tokenizer with a chat template")
-    model = load_causal_lm(resolved)
-    trainable = train_top_layers(model, config.trainable_layers)
     fmt = ChatTemplateFormat(tokenizer, style)
-    prompts = ChatPrompts(fmt, style)
     result = RunResult(config, leakage=decision.to_dict())
     result.data_sizes = {"train": len(train), "dropped_by_filter": len(examples) - len(train),
-                         heldout_spec.task: len(held_out[heldout_spec.task]),
-                         "parameters": int(sum(p.numel() for p in model.parameters())),
-                         "trainable_parameters": trainable}  # fmt: skip
+                         heldout_spec.task: len(held_out[heldout_spec.task])}  # fmt: skip
+    return RealSetup(config, task, train, held_out, resolved, tokenizer, fmt, ChatPrompts(fmt, style), result, phase)
 
-    def measured(label: str) -> dict[str, SetMeasurement]:
-        advance = phase(label, 1)
-        figures = {
-            name: measure_chat(
-                model, tokenizer, fmt, prompts, items, turns=heldout_spec.turns, max_new_tokens=config.rl.max_new_tokens
-            )
-            for name, items in held_out.items()
-        }
-        advance(1)
-        return figures
 
-    sft_dir = out / "checkpoints" / "sft"
+def warm_started(setup: RealSetup) -> Any:
+    """The base model measured (or its measurement read from the cache), then warm-started and saved in
+    ``checkpoints/sft`` with ``base.json``; a rerun finds the checkpoint and resumes from it. Returns the
+    warm-started model; fills ``result.base_detail``, ``result.sft`` and the parameter counts."""
+    config, result = setup.config, setup.result
+    settings: WarmStartSettings = config.warm_start
+    sft_dir = setup.sft_dir
     if settings.steps and (sft_dir / "config.json").is_file():  # a rerun resumes after the warm start
         result.base_detail = _read_measurements(sft_dir / "base.json")
-        model = load_causal_lm(str(sft_dir))
-        train_top_layers(model, config.trainable_layers)
+        model = setup.load_policy(sft_dir)
         result.sft = json.loads((sft_dir / "sft.json").read_text(encoding="utf-8")) | {"resumed": True}
     else:
+        model = setup.load_policy()
         base_note = "measured"
-        key = _base_key(config, resolved, prompts, held_out, heldout_spec)
+        key = _base_key(config, setup.resolved, setup.prompts, setup.held_out, config.heldout)
         cached = None if key is None else _base_cache(key)
         if cached is not None and cached.is_file():  # greedy and seed-free: the same figures as measuring
             result.base_detail = _read_measurements(cached)
             base_note = f"read from {cached}"
         else:
-            result.base_detail = measured("EX before the warm start")
+            result.base_detail = setup.measure(model, "EX before the warm start")
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 _write_measurements(cached, result.base_detail)
         if settings.steps:
-            sequences = warm_start_examples(train, fmt, prompts, settings, config.seed)
-            advance = phase("supervised warm start (steps)", settings.steps)
+            from progress_sql.training.sft import run_sft
+
+            sequences = warm_start_examples(setup.train, setup.fmt, setup.prompts, settings, config.seed)
+            advance = setup.phase("supervised warm start (steps)", settings.steps)
             report = run_sft(
-                model, tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
+                model, setup.tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
                 max_steps=settings.steps, warmup=settings.warmup, seed=config.seed, max_length=1024,
                 threads=config.threads, progress=lambda _step: advance(1), answer_logits_only=True,
             )  # fmt: skip
@@ -335,29 +419,36 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
                           "learning_rate": settings.learning_rate, "batch_size": settings.batch_size,
                           "two_turn_share": settings.two_turn_share}  # fmt: skip
             model.save_pretrained(sft_dir)
-            tokenizer.save_pretrained(sft_dir)
+            setup.tokenizer.save_pretrained(sft_dir)
             (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
             _write_measurements(sft_dir / "base.json", result.base_detail)
         result.sft["base_measurement"] = base_note
     result.base = {name: m.single for name, m in result.base_detail.items()}
-    result.before_detail = measured("EX before RL") if settings.steps else result.base_detail
-    result.before = {name: m.single for name, m in result.before_detail.items()}
-    rl_examples = list(train)
-    random.Random(config.seed + 1).shuffle(rl_examples)
-    rl_examples = rl_examples[: config.rl_prompts] if config.rl_prompts else rl_examples
-    rl_prompts = list({prompts(e): e for e in rl_examples}.items())
-    result.rl_data = {"source": f"{task} questions (shuffled)", "prompts": len(rl_prompts)}
-    rl_settings = replace(config.rl, use_cpu=True, env=dict(config.rl.env) | {"prompt": style.name})
-    with ExecutionPool(workers=1) as pool:
-        advance = phase(f"RL ({config.rl.preset}, reward {config.rl.reward})", config.rl.steps)
-        result.rl[config.rl.reward] = run_rl(
-            model, tokenizer, fmt, rl_prompts, rl_settings, out / "rl", pool,
-            on_step=lambda _s: advance(1), final=out / "rl" / "final",
-        )  # fmt: skip
-    result.after_detail = measured("EX after RL")
-    result.after = {name: m.single for name, m in result.after_detail.items()}
+    parameters = list(model.parameters())
+    result.data_sizes |= {
+        "parameters": int(sum(p.numel() for p in parameters)),
+        "trainable_parameters": int(sum(p.numel() for p in parameters if p.requires_grad)),
+    }
+    return model
+
+
+def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
+    """The real-model run (module docstring): :func:`prepare_real`, :func:`warm_started` (EX before the
+    warm start, the warm start), EX before RL, RL, EX after RL; returns the run's
+    :class:`progress_sql.training.recipe.RunResult`."""
     from progress_sql.training.recipe import heldout_change
 
+    started = time.perf_counter()
+    setup = prepare_real(config, task, data_dir, phase)
+    result = setup.result
+    model = warm_started(setup)
+    result.before_detail = setup.measure(model, "EX before RL") if config.warm_start.steps else result.base_detail
+    result.before = {name: m.single for name, m in result.before_detail.items()}
+    prompts = setup.rl_prompts()
+    result.rl_data = {"source": f"{task} questions (shuffled)", "prompts": len(prompts)}
+    result.rl[config.rl.reward] = setup.run_rl(model, config.rl, Path(config.out) / "rl", prompts)
+    result.after_detail = setup.measure(model, "EX after RL")
+    result.after = {name: m.single for name, m in result.after_detail.items()}
     change = heldout_change(result)
     result.guard = (
         "" if change is None else
@@ -406,5 +497,19 @@ def _read_measurements(path: Path) -> dict[str, SetMeasurement]:
     return {name: SetMeasurement.from_json(value) for name, value in data.items()}
 
 
-__all__ = ["RECIPES", "ChatPrompts", "HeldOut", "Recipe", "WarmStartSettings", "heldout_examples", "measure_chat",
-           "recipe", "run_real"]  # fmt: skip
+__all__ = [
+    "RECIPES",
+    "ChatPrompts",
+    "HeldOut",
+    "RealSetup",
+    "Recipe",
+    "WarmStartSettings",
+    "heldout_examples",
+    "measure_chat",
+    "prepare_real",
+    "recipe",
+    "recipe_config",
+    "recipe_for_model",
+    "run_real",
+    "warm_started",
+]
