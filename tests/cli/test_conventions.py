@@ -83,7 +83,7 @@ def test_preset_is_always_the_comparison_semantics() -> None:
     ("flag", "commands_with_it"),
     [
         ("--task", {"audit", "build-suite", "eval", "export", "inspect", "rollout", "split", "train"}),
-        ("--data-dir", {"audit", "build-suite", "eval", "export", "inspect", "rollout", "split", "train"}),
+        ("--data-dir", {"ablate", "audit", "build-suite", "eval", "export", "inspect", "rollout", "split", "train"}),
         ("--json", set(COMMAND_MODULES)),
     ],
 )

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from progress_sql.cli._common import (
     add_command,
+    data_dir_option,
     fail,
     json_option,
     out_dir_option,
@@ -54,9 +55,7 @@ def ablate_command(
         help="A real model: the recipe that trains it (smollm2-135m: smollm2-cpu), or with --recipe "
         "another model in its place.",
     ),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="A recipe's data folder (Spider: train questions and databases, dev held out)."
-    ),
+    data_dir: Path | None = data_dir_option(),
     sft_steps: int | None = typer.Option(None, "--sft-steps", help="A recipe's warm-start steps (default: its own)."),
     heldout_size: int | None = typer.Option(
         None, "--heldout-size", help="A recipe's held-out questions (default: its own, 300 for smollm2-cpu)."
