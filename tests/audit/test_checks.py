@@ -191,3 +191,15 @@ def test_case_mismatch_is_found_behind_an_absent_literal(audit_db: Path) -> None
     assert record.fired == ("G14", "G15")
     assert record.findings[0].evidence.endswith("stored as 'Spain'")
     assert "'Atlantis'" in record.findings[1].evidence
+
+
+def test_every_check_a_family_defines_is_in_its_list() -> None:
+    """The catalogue is the families' explicit ``CHECKS`` tuples: a check defined and not listed would
+    silently never run."""
+    from progress_sql.audit import perturbation, single, static
+    from progress_sql.audit.check import Check
+
+    for family in (single, static, perturbation):
+        defined = {value.id for value in vars(family).values() if isinstance(value, Check)}
+        assert defined == {c.id for c in family.CHECKS}, family.__name__
+    assert len(CHECKS) == len(single.CHECKS) + len(static.CHECKS) + len(perturbation.CHECKS)

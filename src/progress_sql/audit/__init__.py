@@ -3,7 +3,8 @@ wrong or ambiguous gold queries without an LLM; the modules and families: docs/a
 
 from __future__ import annotations
 
-from progress_sql.audit.catalogue import CHECKS, AuditFinding, Check, resolve_checks
+from progress_sql.audit.catalogue import CHECKS, resolve_checks
+from progress_sql.audit.check import AuditFinding, Check
 from progress_sql.audit.runner import AuditRecord, audit_examples
 
 __all__ = ["CHECKS", "AuditFinding", "AuditRecord", "Check", "audit_examples", "resolve_checks"]

@@ -1,5 +1,5 @@
-"""The check catalogue: every audit check registered once, under its stable id, when its family module
-is imported (:data:`CHECKS` imports all three); what a check is: docs/audit.md#design.
+"""The check catalogue: every audit check once, under its stable id, from the three family modules'
+``CHECKS`` tuples; what a check is: :mod:`progress_sql.audit.check`, docs/audit.md#design.
 
 >>> CHECKS["G07"].name, CHECKS["G07"].family
 ('tie-at-limit', 'perturbation')
@@ -9,88 +9,25 @@ is imported (:data:`CHECKS` imports all three); what a check is: docs/audit.md#d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable
 
+from progress_sql.audit import perturbation, single, static
+from progress_sql.audit.check import Check
 from progress_sql.errors import ConfigError
 
-if TYPE_CHECKING:
-    from progress_sql.audit.context import AuditContext
 
-Family = Literal["static", "execution", "perturbation"]
-CheckFunction = Callable[["AuditContext"], "str | None"]
-#: Evidence strings are cut here: records stay readable and small.
-MAX_EVIDENCE_CHARS = 400
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One registered check."""
-
-    id: str
-    name: str
-    family: Family
-    function: CheckFunction
-
-    @property
-    def summary(self) -> str:
-        """The first paragraph of the check's docstring."""
-        doc = (self.function.__doc__ or "").strip()
-        return " ".join(doc.split("\n\n")[0].split())
-
-    @property
-    def examples(self) -> tuple[str, str]:
-        """The docstring's firing example and its quiet variant ("Fires: ... Does not fire: ...")."""
-        doc = " ".join((self.function.__doc__ or "").split())
-        fires, _, quiet = doc.partition("Fires:")[2].partition("Does not fire:")
-        return fires.strip(), quiet.strip()
-
-    @property
-    def needs_database(self) -> bool:
-        return self.family != "static"
+def catalogue(checks: Iterable[Check]) -> dict[str, Check]:
+    """``checks`` by id, in id order; an id given twice is an error."""
+    by_id: dict[str, Check] = {}
+    for item in checks:
+        if item.id in by_id:
+            raise ValueError(f"check {item.id} defined twice")
+        by_id[item.id] = item
+    return dict(sorted(by_id.items()))
 
 
-@dataclass(frozen=True, slots=True)
-class AuditFinding:
-    """A check that fired on one example, with its evidence."""
-
-    check: str
-    evidence: str
-
-
-_REGISTRY: dict[str, Check] = {}
-
-
-def check(check_id: str, name: str, family: Family) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as check ``check_id``."""
-
-    def register(function: CheckFunction) -> CheckFunction:
-        if check_id in _REGISTRY:
-            raise ValueError(f"check {check_id} registered twice")
-        _REGISTRY[check_id] = Check(check_id, name, family, function)
-        return function
-
-    return register
-
-
-def shorten(text: str, limit: int = MAX_EVIDENCE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters with an ellipsis.
-
-    >>> shorten("abcdef", 4)
-    'abc…'
-    """
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _load() -> dict[str, Check]:
-    # Importing a family module registers its checks.
-    from progress_sql.audit import perturbation, single, static  # noqa: F401
-
-    return dict(sorted(_REGISTRY.items()))
-
-
-CHECKS: dict[str, Check] = _load()
+#: Every check, by id: the three families' own lists.
+CHECKS: dict[str, Check] = catalogue((*static.CHECKS, *single.CHECKS, *perturbation.CHECKS))
 
 
 def resolve_checks(names: Iterable[str] | None = None) -> tuple[Check, ...]:

@@ -8,7 +8,7 @@ from collections import Counter
 
 from sqlglot import exp
 
-from progress_sql.audit.catalogue import check, shorten
+from progress_sql.audit.check import Check, check, shorten
 from progress_sql.audit.context import AuditContext
 from progress_sql.audit.copies import VARIANT_ORDER
 from progress_sql.audit.sqlinfo import int_literal, keyed_query, level_tables, selects
@@ -168,3 +168,12 @@ def distinct_strip_sensitivity(ctx: AuditContext) -> str | None:
     if other.ok and not other.truncated and Counter(other.rows) == Counter(ctx.gold.rows):
         return None
     return shorten(f"without DISTINCT: {_rows(other)} instead of {_rows(ctx.gold)}")
+
+
+#: This family's checks, listed (:mod:`progress_sql.audit.catalogue` gathers the families).
+CHECKS: tuple[Check, ...] = (
+    tie_at_limit,
+    order_dependence,
+    join_fanout_count,
+    distinct_strip_sensitivity,
+)

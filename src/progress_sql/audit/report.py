@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from progress_sql.audit.catalogue import CHECKS, Check
+from progress_sql.audit.catalogue import CHECKS
+from progress_sql.audit.check import Check
 from progress_sql.audit.runner import AuditRecord
 from progress_sql.runfolder import write_jsonl
 

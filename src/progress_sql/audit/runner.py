@@ -12,7 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from progress_sql.audit.catalogue import AuditFinding, Check, resolve_checks, shorten
+from progress_sql.audit.catalogue import resolve_checks
+from progress_sql.audit.check import AuditFinding, Check, shorten
 from progress_sql.audit.context import AuditContext, read_audit_profile
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.cluster.shards import ShardRunner, example_db_path, relocate_example

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from progress_sql.audit.catalogue import check, shorten
+from progress_sql.audit.check import Check, check, shorten
 from progress_sql.audit.context import AuditContext
 from progress_sql.audit.sqlinfo import (
     int_literal,
@@ -300,3 +300,21 @@ def duplicate_columns(ctx: AuditContext) -> str | None:
                 names = ctx.gold.columns
                 return f"columns {i + 1} ({names[i]}) and {j + 1} ({names[j]}) are identical"
     return None
+
+
+#: This family's checks, listed (:mod:`progress_sql.audit.catalogue` gathers the families).
+CHECKS: tuple[Check, ...] = (
+    execution_error,
+    timeout,
+    empty_result,
+    null_only,
+    degenerate,
+    null_first_sort,
+    text_number,
+    case_mismatched_literal,
+    absent_literal,
+    duplicate_rows,
+    float_result,
+    huge_result,
+    duplicate_columns,
+)

@@ -7,7 +7,7 @@ import re
 
 from sqlglot import exp
 
-from progress_sql.audit.catalogue import check, shorten
+from progress_sql.audit.check import Check, check, shorten
 from progress_sql.audit.context import AuditContext
 from progress_sql.audit.sqlinfo import int_literal, is_aggregate_level, resolve_column, selects
 from progress_sql.sql.affinity import sqlite_affinity
@@ -295,3 +295,15 @@ def wide_or_star(ctx: AuditContext) -> str | None:
     if len(outer.expressions) > MAX_WIDTH:
         return f"{len(outer.expressions)} result columns (more than {MAX_WIDTH})"
     return None
+
+
+#: This family's checks, listed (:mod:`progress_sql.audit.catalogue` gathers the families).
+CHECKS: tuple[Check, ...] = (
+    limit_without_order,
+    bare_column,
+    nondeterministic_function,
+    integer_division,
+    question_literal_mismatch,
+    plural_versus_limit_one,
+    wide_or_star,
+)

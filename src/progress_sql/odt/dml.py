@@ -4,16 +4,20 @@ statement by statement (docs/odt.md#write-statements). A WHERE or an INSERT's so
 compared with the SELECT machinery (:func:`~progress_sql.odt.score.compare_trees`), so nested
 queries get their usual located tags; literals are placeholders, as everywhere in the ODT.
 
->>> d = diagnose_dml("DELETE FROM singer", "DELETE FROM singer WHERE age > 40")
->>> d.tags, round(d.f_struct, 3)
-(('DML_WHERE_MISSING',), 0.5)
->>> diagnose_dml("UPDATE singer SET age = 1 WHERE singer_id = 2",
-...              "UPDATE singer SET age = 1 WHERE singer_id = 2").tags
+>>> def compare(pred, gold):
+...     return compare_scripts(script_profiles(pred), script_profiles(gold))
+>>> c = compare("DELETE FROM singer", "DELETE FROM singer WHERE age > 40")
+>>> [str(finding) for finding in c.findings], round(c.score, 3)
+(['DML_WHERE_MISSING'], 0.5)
+>>> compare("UPDATE singer SET age = 1 WHERE singer_id = 2", "UPDATE singer SET age = 1 WHERE singer_id = 2").findings
 ()
->>> d = diagnose_dml("INSERT INTO singer (name) SELECT name FROM artist",
-...                  "INSERT INTO singer (name) SELECT name FROM artist WHERE age > 3")
->>> [str(finding) for finding in d.findings]
+>>> c = compare("INSERT INTO singer (name) SELECT name FROM artist",
+...             "INSERT INTO singer (name) SELECT name FROM artist WHERE age > 3")
+>>> [str(finding) for finding in c.findings]
 ['INSERT_SOURCE_ERROR', 'WHERE_MISSING@insert_source']
+
+A prediction is diagnosed against a write reference by :func:`progress_sql.odt.diagnose` (its gold
+from :func:`progress_sql.odt.prepare_gold`), which calls :func:`compare_scripts`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from sqlglot import exp
 
@@ -40,9 +44,6 @@ from progress_sql.sql.parse import (
     parse_statements,
     strip_sql,
 )
-
-if TYPE_CHECKING:  # diagnose dispatches write references here: it imports this module
-    from progress_sql.odt.records import Diagnosis
 
 DmlKind = Literal["insert", "update", "delete", "other"]
 _KINDS: dict[type[exp.Expr], DmlKind] = {exp.Insert: "insert", exp.Update: "update", exp.Delete: "delete"}
@@ -256,21 +257,11 @@ def compare_scripts(
     return DmlComparison(sum(scores) / max(1, len(scores)), tuple(ordered))
 
 
-def diagnose_dml(
-    pred_sql: str, gold_sql: str, schema: Schema | None = None, config: OdtConfig | None = None
-) -> Diagnosis:
-    """:func:`progress_sql.odt.diagnose` of a prediction against a write reference script."""
-    from progress_sql.odt.diagnosis import diagnose, prepare_gold
-
-    return diagnose(pred_sql, prepare_gold(gold_sql, schema, config or OdtConfig()), config=config or OdtConfig())
-
-
 __all__ = [
     "DmlComparison",
     "DmlProfile",
     "compare_scripts",
     "compare_statement",
-    "diagnose_dml",
     "is_write_script",
     "parse_script",
     "profile_statement",

@@ -37,7 +37,7 @@ from progress_sql.prompts import (
 )
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
-from progress_sql.training.pretrained import HeldOut, WarmStartSettings
+from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_size
 from progress_sql.training.selection import RL_SELECT_RULES, BestOnValidation, RLSelect
 from progress_sql.training.templates import TemplateDataset
