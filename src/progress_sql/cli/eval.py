@@ -280,7 +280,8 @@ def eval_command(
 
 def _print(metrics: Any, out: Path, preset: str) -> None:
     accuracy = metrics["execution_accuracy"]
-    shown = "n/a" if accuracy is None else f"{100 * accuracy:.2f}%"
+    se = metrics.get("execution_accuracy_se")
+    shown = "n/a" if accuracy is None else f"{100 * accuracy:.2f}%" + ("" if se is None else f" +- {100 * se:.2f}")
     common.stdout.print(
         f"execution accuracy ({preset}): [bold]{shown}[/] ({metrics['matched']} of {metrics['scored']} scored examples)"
     )

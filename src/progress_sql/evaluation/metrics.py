@@ -3,6 +3,7 @@ key's meaning: docs/evaluation.md#metrics."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +31,8 @@ def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
         "scored": len(scored),
         "matched": matched,
         "execution_accuracy": ratio(matched, len(scored)),
+        # the binomial standard error of that share over the scored examples
+        "execution_accuracy_se": binomial_se(matched, len(scored)),
         "execution_accuracy_with_invalid": ratio(matched, len(scored) + invalid),
         "ts_scored": len(with_suite),
         "ts_matched": sum(bool(r.ts_match) for r in with_suite),
@@ -37,6 +40,18 @@ def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
         # EX minus TS over the same examples (those with a suite): the share EX accepts and TS rejects.
         "ex_minus_ts": ratio(sum(r.match and not r.ts_match for r in with_suite), len(with_suite)),
     }
+
+
+def binomial_se(successes: int, n: int) -> float | None:
+    """The standard error of a share ``successes / n`` (None without examples).
+
+    >>> round(binomial_se(3, 972), 5)
+    0.00178
+    """
+    if n == 0:
+        return None
+    share = successes / n
+    return math.sqrt(share * (1 - share) / n)
 
 
 def level_order(levels: set[str]) -> list[str]:

@@ -16,6 +16,11 @@ PLOTS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _se(value: float | None) -> str:
+    """`` +- <one standard error, in points>`` (nothing when unknown: an older run folder)."""
+    return "" if value is None else f" +- {100 * value:.1f}"
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
@@ -106,7 +111,7 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         f"| scored | {metrics['scored']} |",
         f"| skipped (database absent) | {metrics['skipped']} |",
         f"| gold invalid | {metrics['gold_invalid']} |",
-        f"| EX (%) | {_pct(metrics['execution_accuracy'])} |",
+        f"| EX (%) | {_pct(metrics['execution_accuracy'])}{_se(metrics.get('execution_accuracy_se'))} |",
     ]
     if metrics["ts_scored"]:
         lines.append(
