@@ -162,6 +162,21 @@ def load_causal_lm(resolved: str, device: str = "cpu") -> Any:
     return model.to(device)
 
 
+def checkpoint_dtype(resolved: str) -> str | None:
+    """The dtype a model folder's ``config.json`` says its weights were saved in (``bfloat16`` for most
+    released checkpoints), None when it does not say or is not a folder: what :func:`load_causal_lm`
+    upcasts from, recorded beside the run's figures."""
+    config = Path(resolved) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("dtype") or data.get("torch_dtype")
+    return str(value) if value else None
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     """What :func:`fetch` did."""
@@ -355,6 +370,7 @@ __all__ = [
     "FetchResult",
     "ModelFetchError",
     "PackagedModel",
+    "checkpoint_dtype",
     "fetch",
     "load_causal_lm",
     "model_folder",

@@ -32,6 +32,8 @@ def test_warm_started_run_measures_three_times_and_resumes(
     assert result.rl["progressive"].steps == 1
     assert result.before_detail[name].turns == 2
     assert 0 < result.data_sizes["trainable_parameters"] < result.data_sizes["parameters"]
+    assert result.precision["weight_dtypes"] == ["float32"]
+    assert result.precision["rl"]["progressive"]["trainable_parameter_dtypes"] == ["float32"]
     assert (out / "checkpoints" / "sft" / "base.json").is_file()
     assert (out / "rl" / "final" / "config.json").is_file()
     rollouts = [json.loads(line) for line in (out / "rl" / "rollouts.jsonl").read_text().splitlines()]
@@ -43,6 +45,7 @@ def test_warm_started_run_measures_three_times_and_resumes(
     report = write_report(result, out).read_text()
     assert "## Held-out questions: before the warm start, after it, after RL" in report
     assert "Prompt style `small`" in report
+    assert "weights loaded and trained as float32" in report
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["warm_start_change"]) == {name}
     assert set(summary["warm_start_and_rl_change"]) == {name}

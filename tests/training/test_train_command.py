@@ -300,6 +300,8 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     # 64 prompts x 8 samples per step in passes of 4 sequences: 128 accumulated passes on one GPU, 16 on 8
     assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 128, 100)
     assert GRPOConfig(**trainer_args(rl, tmp_path, processes=8)).gradient_accumulation_steps == 16
+    assert grpo.bf16  # TRL's default: bf16 autocast over the fp32 weights, on a CPU too
+    assert not GRPOConfig(**trainer_args(replace(rl, compute_dtype="fp32"), tmp_path)).bf16
 
     options = [
         "--turns", "3", "--steps", "5", "--lr", "3e-6", "--temperature", "0.8", "--generations", "4",

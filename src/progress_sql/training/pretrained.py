@@ -397,7 +397,7 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     """The real-model run (module docstring): :func:`prepare_real`, :func:`warm_started` (EX before the
     warm start, the warm start), EX before RL, RL, EX after RL; returns the run's
     :class:`progress_sql.training.recipe.RunResult`."""
-    from progress_sql.training.recipe import heldout_change
+    from progress_sql.training.recipe import heldout_change, precision_record
 
     started = time.perf_counter()
     setup = prepare_real(config, task, data_dir, phase)
@@ -408,6 +408,7 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     prompts = setup.rl_prompts()
     result.rl_data = {"source": f"{task} questions (shuffled)", "prompts": len(prompts)}
     result.rl[config.rl.reward] = setup.run_rl(model, config.rl, Path(config.out) / "rl", prompts)
+    result.precision = precision_record(setup.resolved, model, result.rl)
     result.after_detail = setup.measure(model, "EX after RL")
     result.after = {name: m.single for name, m in result.after_detail.items()}
     change = heldout_change(result)

@@ -216,6 +216,21 @@ class RunResult:
     #: The leakage guard's decision on a --task run's data (``LeakageDecision.to_dict``); the embedded
     #: default's says why the guard does not apply to it (:data:`EMBEDDED_LEAKAGE`).
     leakage: dict[str, Any] = field(default_factory=dict)
+    #: A real model's precision (:func:`precision_record`): the checkpoint's dtype, the loaded weights',
+    #: what RL computed in.
+    precision: dict[str, Any] = field(default_factory=dict)
+
+
+def precision_record(resolved: str, model: Any, rl: Mapping[str, RLResult]) -> dict[str, Any]:
+    """The dtype ``resolved``'s checkpoint was saved in, the dtypes of ``model``'s weights as loaded
+    (fp32: the optimizer's master weights), and each RL run's compute precision."""
+    from progress_sql.models import checkpoint_dtype
+
+    return {
+        "checkpoint_dtype": checkpoint_dtype(resolved),
+        "weight_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()}),
+        "rl": {reward: run.precision for reward, run in rl.items()},
+    }
 
 
 def configure_threads(threads: int) -> None:
@@ -621,6 +636,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         result.rl[config.rl.reward] = run_rl(
             model, tokenizer, fmt, prompts, settings, out / "rl", pool, on_step=lambda _s: advance(1), final=final
         )
+    result.precision = precision_record(resolved, model, result.rl)
     if not measure_here:
         result.guard = (
             f"{processes} training processes: the RL model is in {final}; measure held-out EX with "

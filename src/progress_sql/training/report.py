@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ def summary(result: RunResult) -> dict[str, Any]:
     }
     return {
         "model": result.config.model,
+        "precision": result.precision,
         "data": result.data_sizes,
         "sft": result.sft,
         "heldout": _heldout(result),
@@ -97,6 +99,15 @@ def summary(result: RunResult) -> dict[str, Any]:
         "warnings": result.warnings,
         "seconds": round(result.seconds, 1),
     }
+
+
+def _precision_line(precision: Mapping[str, Any]) -> str:
+    computes = sorted({run.get("compute", "?") for run in precision.get("rl", {}).values()})
+    return (
+        f"Precision: checkpoint saved as {precision.get('checkpoint_dtype') or 'unknown'}, weights loaded and "
+        f"trained as {', '.join(precision.get('weight_dtypes', []))} (the optimizer's master copy), RL computed in "
+        f"{', '.join(computes) or 'n/a'}."
+    )
 
 
 def _paired_changes(before: dict[str, Accuracy], after: dict[str, Accuracy]) -> dict[str, Any]:
@@ -306,7 +317,7 @@ def write_report(result: RunResult, out: Path) -> Path:
             if config.embedded
             else [
                 f"Prompt style `{config.prompt}` through the model's chat template (progress_sql.prompts).",
-                "",
+                *([_precision_line(result.precision), ""] if result.precision else [""]),
             ]
         ),
         "## Data",

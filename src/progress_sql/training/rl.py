@@ -103,6 +103,10 @@ class RLSettings:
     lora: LoraSettings | None = None
     seed: int = 0
     use_cpu: bool = True
+    #: The forward and backward passes' precision; the weights (the optimizer's master copy) stay fp32
+    #: either way (:func:`progress_sql.models.load_causal_lm`). ``bf16``: autocast (TRL's default, on a
+    #: CPU too); ``fp32``: none. None: TRL's default.
+    compute_dtype: str | None = None
     #: Generate with vLLM inside TRL (a GPU and the vllm package): ``colocate`` or ``server``; None: the
     #: trainer's own model.
     vllm_mode: str | None = None
@@ -131,6 +135,8 @@ class RLSettings:
             )
         get_reward(self.reward)
         trainer_preset(self.preset)
+        if self.compute_dtype not in (None, "bf16", "fp32"):
+            raise ConfigError(f"compute_dtype must be bf16 or fp32, got {self.compute_dtype!r}")
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if not 0.0 < self.vllm_gpu_memory < 1.0:
@@ -158,6 +164,8 @@ class RLResult:
     seconds: float
     metrics: list[dict[str, Any]] = field(default_factory=list)
     resumed_from: str | None = None
+    #: What the trainer computed in (``bf16 autocast`` or ``fp32``) and its parameters' dtypes.
+    precision: dict[str, Any] = field(default_factory=dict)
 
 
 #: Group rewards whose standard deviation is below this count as tied (float noise in R_align reaches 1e-8).
@@ -372,6 +380,7 @@ def trainer_args(settings: RLSettings, out: Path, processes: int = 1) -> dict[st
         "dataloader_num_workers": 0,
         "seed": settings.seed,
         "use_vllm": settings.vllm_mode is not None,
+        **({} if settings.compute_dtype is None else {"bf16": settings.compute_dtype == "bf16"}),
         **vllm,
         **preset,
     }
@@ -434,4 +443,13 @@ def run_rl(
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if final is not None:
         save_final(trainer, tokenizer, final, lora=settings.lora is not None)
-    return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None)
+    return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None,
+                    trainer_precision(trainer))  # fmt: skip
+
+
+def trainer_precision(trainer: Any) -> dict[str, Any]:
+    """The trainer's compute precision and its trainable parameters' dtypes (the master weights)."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters() if p.requires_grad})
+    compute = "bf16 autocast" if trainer.args.bf16 else "fp16 autocast" if trainer.args.fp16 else "fp32"
+    return {"compute": compute, "trainable_parameter_dtypes": dtypes}
