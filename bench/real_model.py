@@ -1,9 +1,12 @@
 """The packaged real model (SmolLM2-135M-Instruct) on this CPU: greedy generation of Spider dev answers in the
 ``small`` prompt style, batched (the transformers backend's default) against one conversation at a time
 (the backend before batching), interleaved; and a warm-start step with every weight trained against the
-top N layers only.
+top N layers only; and a training pass of the RL shape (4 sequences, logits over every position, as TRL
+computes log-probabilities) in fp32 against bf16 autocast over the same fp32 weights (TRL's default,
+on a CPU too).
 
     .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
+    .venv/bin/python bench/real_model.py --only precision --repeat 5
 
 Needs the fetched model (``progress-sql models fetch smollm2-135m``) and ``../shared/data/spider``.
 Prints the medians and their ratios; ``--write`` records them in docs/benchmarks.md.
@@ -28,6 +31,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
     parser.add_argument("--sft-steps", type=int, default=2)
+    parser.add_argument("--only", choices=("generation", "warm-start", "precision"), default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
@@ -47,6 +51,9 @@ def main() -> None:
     )
     from progress_sql.training.sft import run_sft
 
+    if args.only == "precision":
+        precision(args)
+        return
     style = PROMPT_STYLES["small"]
     examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
     conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
@@ -83,6 +90,41 @@ def main() -> None:
         print(f"warm-start step (8 sequences), {label} ({trainable:,} trainable): {step_seconds[label]:.1f} s")
     values = list(step_seconds.values())
     print(f"partial-layer speed-up: {values[0] / values[1]:.2f}x")
+
+
+def precision(args: argparse.Namespace) -> None:
+    """One forward and backward pass of 4 sequences of 448 tokens (the top layers trainable), fp32 against
+    bf16 autocast, interleaved; prints the medians and their ratio."""
+    import torch
+
+    from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.training.pretrained import train_top_layers
+
+    model = load_causal_lm(resolve_model("smollm2-135m"))
+    train_top_layers(model, args.layers)
+    model.train()
+    ids = torch.randint(0, model.config.vocab_size, (4, 448), generator=torch.Generator().manual_seed(0))
+
+    def one_pass(autocast: bool) -> float:
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(input_ids=ids).logits
+        torch.log_softmax(logits.float(), dim=-1)[..., 0].sum().backward()
+        model.zero_grad(set_to_none=True)
+        return time.perf_counter() - start
+
+    times: dict[str, list[float]] = {"fp32": [], "bf16 autocast": []}
+    one_pass(False)  # warm-up
+    for _ in range(args.repeat):
+        times["fp32"].append(one_pass(False))
+        times["bf16 autocast"].append(one_pass(True))
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        print(
+            f"RL-shaped pass (4 x 448 tokens, top {args.layers} layers), {label}: {value:.2f} s (median of "
+            f"{args.repeat})"
+        )
+    print(f"bf16 autocast / fp32: {medians['bf16 autocast'] / medians['fp32']:.2f}x")
 
 
 if __name__ == "__main__":

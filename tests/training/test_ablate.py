@@ -250,3 +250,29 @@ def test_real_model_ablation_options(tmp_path: Path) -> None:
     no_warm_start = TrainConfig(out=tmp_path, model="some/model")
     with pytest.raises(ConfigError, match="needs a recipe"):
         AblateConfig(out=tmp_path, real=no_warm_start)
+
+
+def test_ablate_model_builds_the_recipe_run_with_the_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import progress_sql.training.ablate as ablate
+    from progress_sql.training.pretrained import RECIPES, recipe_config
+
+    seen: list[AblateConfig] = []
+
+    def capture(config: AblateConfig, phase: Any) -> None:
+        seen.append(config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(ablate, "run_ablate", capture)
+    base = ["ablate", "--model", "smollm2-135m", "--data-dir", str(tmp_path), "--out", str(tmp_path / "a"),
+            "--arms", "progressive,one-shot"]  # fmt: skip
+    runner.invoke(app, base)
+    runner.invoke(app, [*base, "--lr", "2e-5", "--per-device-batch", "4", "--steps", "3", "--heldout-size", "50"])
+    plain_run, changed = seen
+    spec = RECIPES["smollm2-cpu"]
+    assert plain_run.real == recipe_config(spec, out=tmp_path / "a", data_dir=tmp_path)
+    assert (plain_run.real_task, plain_run.data_dir) == ("spider-train", tmp_path)
+    assert plain_run.arms == ("progressive", "one-shot")
+    assert changed.real is not None
+    assert changed.real.heldout is not None
+    assert (changed.base_rl.learning_rate, changed.base_rl.per_device_batch, changed.base_rl.steps) == (2e-5, 4, 3)
+    assert changed.real.heldout.size == 50

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -42,6 +43,10 @@ def ablate_command(
         "no-align, no-exec, gspo.",
     ),
     steps: int | None = typer.Option(None, "--steps", help="RL steps per arm (default 300; --quick 3)."),
+    lr: float | None = typer.Option(None, "--lr", help="RL learning rate of every arm (default: the run's own)."),
+    per_device_batch: int | None = typer.Option(
+        None, "--per-device-batch", help="Sequences per forward/backward pass (accumulation makes up the step)."
+    ),
     quick: bool = typer.Option(False, "--quick", help="A reduced run for tests: tiny warm start, few steps."),
     threads: int | None = typer.Option(
         None, "--threads", help="Torch threads, one per idle core (default 1; a recipe's own); arms run one at a time."
@@ -85,7 +90,8 @@ def ablate_command(
         if data_dir is None:
             fail(f"the recipe {real_recipe.name} needs --data-dir (its task {real_recipe.task}'s folder)")
         real = recipe_config(
-            real_recipe, out=out, data_dir=data_dir, model=model, rl={"steps": steps}, warm_start_steps=sft_steps,
+            real_recipe, out=out, data_dir=data_dir, model=model,
+            rl={"steps": steps, "learning_rate": lr, "per_device_batch": per_device_batch}, warm_start_steps=sft_steps,
             heldout_size=heldout_size, threads=threads,
         )  # fmt: skip
         config = AblateConfig(out=out, seeds=seeds, arms=chosen, real=real, real_task=real_recipe.task,
@@ -98,8 +104,8 @@ def ablate_command(
             if quick
             else AblateConfig(out=out, seeds=seeds, arms=chosen, threads=threads or 1)
         )
-        if steps is not None:
-            config = replace(config, rl=replace(config.rl, steps=steps))
+        given: dict[str, Any] = {"steps": steps, "learning_rate": lr, "per_device_batch": per_device_batch}
+        config = replace(config, rl=replace(config.rl, **{k: v for k, v in given.items() if v is not None}))
     prepare_out(out)
     with progress_bar("{task.description}", console=stderr, quiet=as_json) as progress:
 
@@ -115,6 +121,7 @@ def ablate_command(
         "recipe": recipe_name, "model": None if config.real is None else config.real.model,
         "sft_steps": config.warm_start_steps, "prompts_per_step": rl.prompts_per_step,
         "generations": rl.generations, "lr": rl.learning_rate, "temperature": rl.temperature, "turns": rl.turns,
+        "per_device_batch": rl.per_device_batch,
     }  # fmt: skip
     run = RunSummary("ablate", settings, summary(result))
     data = run.to_dict()
