@@ -60,17 +60,10 @@ def main() -> None:
     config = GenerationConfig(max_tokens=args.max_tokens)
     batched = TransformersBackend.from_pretrained("smollm2-135m", batch_size=16)
     single = TransformersBackend(batched.model, batched.tokenizer, batch_size=1)
-    times: dict[str, list[float]] = {"one at a time": [], "batches of 16": []}
-    for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
-        for label, backend in (("one at a time", single), ("batches of 16", batched)):
-            start = time.perf_counter()
-            backend.generate(conversations, config)
-            times[label].append(time.perf_counter() - start)
-    medians = {label: statistics.median(values) for label, values in times.items()}
-    for label, value in medians.items():
-        print(f"generation, {label}: {value:.1f} s for {len(examples)} questions ({value / len(examples):.2f} s each)")
-    print(f"batched speed-up: {medians['one at a time'] / medians['batches of 16']:.2f}x")
-
+    if args.only != "warm-start":
+        generation_speed(conversations, config, batched, single, args.repeat, len(examples))
+    if args.only == "generation":
+        return
     fmt = ChatTemplateFormat(batched.tokenizer, style)
     prompts = ChatPrompts(fmt, style)
     from progress_sql.data.tasks import resolve_task
@@ -80,16 +73,31 @@ def main() -> None:
     train = [e for e in train if Path(e.db_path).is_file()]
     sequences = warm_start_examples(train, fmt, prompts, WarmStartSettings(examples=64), seed=0)
     step_seconds: dict[str, float] = {}
-    for label, layers in (("every weight", None), (f"top {args.layers} layers", args.layers)):
+    arms = (("every weight", None, False), (f"top {args.layers} layers", args.layers, False),
+            (f"top {args.layers} layers, bf16 autocast", args.layers, True))  # fmt: skip
+    for label, layers, autocast in arms:
         model: Any = TransformersBackend.from_pretrained("smollm2-135m").model
         trainable = train_top_layers(model, layers)
         start = time.perf_counter()
         run_sft(model, batched.tokenizer, sequences, lr=3e-5, batch_size=8, max_steps=args.sft_steps, warmup=1,
-                threads=args.threads, answer_logits_only=True)  # fmt: skip
+                threads=args.threads, answer_logits_only=True, bf16_autocast=autocast)  # fmt: skip
         step_seconds[label] = (time.perf_counter() - start) / args.sft_steps
         print(f"warm-start step (8 sequences), {label} ({trainable:,} trainable): {step_seconds[label]:.1f} s")
     values = list(step_seconds.values())
-    print(f"partial-layer speed-up: {values[0] / values[1]:.2f}x")
+    print(f"partial-layer speed-up: {values[0] / values[1]:.2f}x; bf16 autocast on top: {values[1] / values[2]:.2f}x")
+
+
+def generation_speed(conversations: Any, config: Any, batched: Any, single: Any, repeat: int, count: int) -> None:
+    times: dict[str, list[float]] = {"one at a time": [], "batches of 16": []}
+    for _ in range(repeat):  # interleaved: the machine's noise falls on both alike
+        for label, backend in (("one at a time", single), ("batches of 16", batched)):
+            start = time.perf_counter()
+            backend.generate(conversations, config)
+            times[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        print(f"generation, {label}: {value:.1f} s for {count} questions ({value / count:.2f} s each)")
+    print(f"batched speed-up: {medians['one at a time'] / medians['batches of 16']:.2f}x")
 
 
 def precision(args: argparse.Namespace) -> None:

@@ -198,3 +198,18 @@ def test_the_answer_only_head_gives_the_models_own_loss(torch_one_thread: Any) -
     assert float(ours) == pytest.approx(float(own), rel=1e-5)
     for name, parameter in model.named_parameters():
         assert torch.allclose(parameter.grad, expected[name], atol=1e-6), name
+
+
+def test_bf16_autocast_trains_fp32_weights(torch_one_thread: Any) -> None:
+    """The warm start's bf16 autocast computes in bf16 and keeps (and updates) fp32 weights."""
+    from progress_sql.training.sft import run_sft
+    from tests.tiny_lm import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer(["how many singers? SELECT count(*) FROM singer"])
+    model = tiny_model(tokenizer)
+    before = [p.detach().clone() for p in model.parameters()]
+    examples = [SftExample("how many singers?", " SELECT count(*) FROM singer")] * 4
+    report = run_sft(model, tokenizer, examples, lr=1e-3, batch_size=2, max_steps=2, warmup=1, bf16_autocast=True)
+    assert report.steps == 2
+    assert all(p.dtype == torch_one_thread.float32 for p in model.parameters())
+    assert any(not torch_one_thread.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))

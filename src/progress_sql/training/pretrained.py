@@ -374,11 +374,13 @@ def warm_started(setup: RealSetup) -> Any:
                 model, setup.tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
                 max_steps=settings.steps, warmup=settings.warmup, seed=config.seed, max_length=1024,
                 threads=config.threads, progress=lambda _step: advance(1), answer_logits_only=True,
+                bf16_autocast=settings.bf16_autocast,
             )  # fmt: skip
             result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss,
                           "examples": report.examples, "epochs": round(report.epochs, 3),
                           "learning_rate": settings.learning_rate, "batch_size": settings.batch_size,
-                          "two_turn_share": settings.two_turn_share}  # fmt: skip
+                          "two_turn_share": settings.two_turn_share,
+                          "bf16_autocast": settings.bf16_autocast}  # fmt: skip
             model.save_pretrained(sft_dir)
             setup.tokenizer.save_pretrained(sft_dir)
             (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")

@@ -21,6 +21,9 @@ class WarmStartSettings:
     two_turn_share: float = 0.3
     examples: int | None = 2000
     warmup: int = 10
+    #: Forward passes in bf16 autocast over the fp32 weights (``run_sft``'s ``bf16_autocast``): 1.78x
+    #: faster a step on this CPU (docs/benchmarks.md); off until its effect on EX is measured.
+    bf16_autocast: bool = False
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1 or not self.learning_rate > 0 or self.warmup < 0:
