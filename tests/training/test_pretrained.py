@@ -34,6 +34,7 @@ def test_warm_started_run_measures_three_times_and_resumes(
     assert 0 < result.data_sizes["trainable_parameters"] < result.data_sizes["parameters"]
     assert result.precision["weight_dtypes"] == ["float32"]
     assert result.precision["rl"]["progressive"]["trainable_parameter_dtypes"] == ["float32"]
+    assert result.precision["rl"]["progressive"]["compute"] == "bf16 autocast"  # TRL's default, on a CPU too
     assert (out / "checkpoints" / "sft" / "base.json").is_file()
     assert (out / "rl" / "final" / "config.json").is_file()
     rollouts = [json.loads(line) for line in (out / "rl" / "rollouts.jsonl").read_text().splitlines()]

@@ -451,5 +451,7 @@ def trainer_precision(trainer: Any) -> dict[str, Any]:
     """The trainer's compute precision and its trainable parameters' dtypes (the master weights)."""
     model = trainer.accelerator.unwrap_model(trainer.model)
     dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters() if p.requires_grad})
-    compute = "bf16 autocast" if trainer.args.bf16 else "fp16 autocast" if trainer.args.fp16 else "fp32"
+    # what accelerate applies (it can refuse a flag the device lacks), not only what the arguments asked
+    mixed = str(getattr(trainer.accelerator, "mixed_precision", "no"))
+    compute = "fp32" if mixed == "no" else f"{mixed} autocast"
     return {"compute": compute, "trainable_parameter_dtypes": dtypes}
