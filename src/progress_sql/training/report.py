@@ -277,8 +277,14 @@ def _sft_line(sft: dict[str, Any]) -> str:
         )
     return (
         f"{sft.get('steps')} steps in {sft.get('seconds')} s, final loss {sft.get('final_loss', float('nan')):.4f}"
-        f"{reused}; half of the examples show a feedback turn before the final answer.{stopping}"
+        f"{reused}; {_share_words(sft.get('two_turn_share', 0.5))} of the examples show a feedback turn before the "
+        f"final answer.{stopping}"
     )
+
+
+def _share_words(share: float) -> str:
+    """``0.5`` as "half", other shares as a percentage (the embedded warm start's is 0.5, a recipe's its own)."""
+    return "half" if share == 0.5 else f"{100 * share:.0f}%"
 
 
 def write_report(result: RunResult, out: Path) -> Path:
