@@ -133,6 +133,48 @@ def precision(args: argparse.Namespace) -> None:
             f"{args.repeat})"
         )
     print(f"bf16 autocast / fp32: {medians['bf16 autocast'] / medians['fp32']:.2f}x")
+    greedy_precision(model, args)
+
+
+def greedy_precision(model: Any, args: argparse.Namespace) -> None:
+    """Greedy generation of held-out answers (the measurement's generator, one batch of ``--questions``,
+    ``--max-tokens`` new tokens), fp32 against bf16 autocast, interleaved; and how many answers agree."""
+    from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.integrations.trl import ModelGenerator
+    from progress_sql.models import resolve_model
+    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
+    from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
+
+    tokenizer = load_tokenizer(resolve_model("smollm2-135m"))
+    style = PROMPT_STYLES["small"]
+    prompts = ChatPrompts(ChatTemplateFormat(tokenizer, style), style)
+    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
+    contexts = [tokenizer(prompts(e), add_special_tokens=False).input_ids for e in examples]
+
+    class Trainer:  # what ModelGenerator reads of a trainer
+        class accelerator:  # noqa: N801
+            @staticmethod
+            def unwrap_model(m: Any) -> Any:
+                return m
+
+    Trainer.model = model  # type: ignore[attr-defined]
+    model.eval()
+    times: dict[str, list[float]] = {"fp32": [], "bf16 autocast": []}
+    answers: dict[str, list[Any]] = {}
+    for _ in range(args.repeat):
+        for label, autocast in (("fp32", False), ("bf16 autocast", True)):
+            generator = ModelGenerator(tokenizer, args.max_tokens, temperature=0.0, bf16_autocast=autocast)
+            start = time.perf_counter()
+            answers[label] = generator(contexts, Trainer)
+            times[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        print(f"greedy generation, {len(contexts)} questions x {args.max_tokens} tokens, {label}: {value:.1f} s")
+    same = sum(a.tokens == b.tokens for a, b in zip(answers["fp32"], answers["bf16 autocast"], strict=True))
+    print(
+        f"bf16 autocast / fp32: {medians['bf16 autocast'] / medians['fp32']:.2f}x; identical answers: "
+        f"{same} of {len(contexts)}"
+    )
 
 
 if __name__ == "__main__":

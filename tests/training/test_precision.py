@@ -57,3 +57,20 @@ def test_one_step_at_lr_1e_6_moves_fp32_weights_and_not_bf16_ones(bf16_checkpoin
     assert changed_share(as_saved) < 0.1  # the update rounds away: the bug of a bf16 model handed to TRL
     torch.manual_seed(0)
     assert changed_share(load_causal_lm(str(bf16_checkpoint))) > 0.9
+
+
+def test_greedy_generation_in_bf16_autocast_keeps_fp32_weights(bf16_checkpoint: Path) -> None:
+    from types import SimpleNamespace
+
+    from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.integrations.trl import ModelGenerator
+
+    model = load_causal_lm(str(bf16_checkpoint))
+    tokenizer = load_tokenizer(str(bf16_checkpoint))
+    trainer = SimpleNamespace(model=model, accelerator=SimpleNamespace(unwrap_model=lambda m: m))
+    contexts = [tokenizer("how many singers are there?").input_ids, tokenizer("SELECT count(*)").input_ids]
+    for autocast in (False, True):
+        turns = ModelGenerator(tokenizer, 5, temperature=0.0, bf16_autocast=autocast)(contexts, trainer)
+        assert len(turns) == 2
+        assert all(0 < len(turn.tokens) <= 5 for turn in turns)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}

@@ -74,11 +74,13 @@ def _shards_parameters(trainer: Any) -> bool:
 
 @dataclass(slots=True)
 class ModelGenerator:
-    """Samples with the trainer's own model (``model.generate``), left-padded batches, no gradients."""
+    """Samples with the trainer's own model (``model.generate``), left-padded batches, no gradients;
+    with ``bf16_autocast`` the forward passes compute in bf16 over the (fp32) weights."""
 
     tokenizer: Any
     max_new_tokens: int = 48
     temperature: float = 1.0
+    bf16_autocast: bool = False
 
     def collective(self, trainer: Any) -> bool:
         return False
@@ -101,7 +103,8 @@ class ModelGenerator:
         attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=model.device)
         was_training = model.training
         model.eval()
-        with torch.no_grad():
+        autocast = torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=self.bf16_autocast)
+        with torch.no_grad(), autocast:
             output = model.generate(
                 input_ids=input_ids,
                 attention_mask=attention,

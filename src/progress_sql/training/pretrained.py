@@ -176,7 +176,7 @@ class ChatPrompts:
 
 def measure_chat(
     model: Any, tokenizer: Any, fmt: ChatTemplateFormat, prompts: ChatPrompts, examples: Sequence[Example],
-    *, turns: int, max_new_tokens: int, batch_size: int = 32,
+    *, turns: int, max_new_tokens: int, batch_size: int = 32, bf16_autocast: bool = False,
 ) -> SetMeasurement:  # fmt: skip
     """Greedy multi-turn episodes with ODT feedback on ``examples``: single-turn EX is the first turn's
     match (the paper's protocol), EX within ``turns`` turns, the first correct turn and the Table 8
@@ -196,7 +196,8 @@ def measure_chat(
         for start in range(0, len(order), batch_size):
             chosen = [examples[i] for i in order[start : start + batch_size]]
             rollout = TrlRollout(
-                chosen, tokenizer, fmt, ModelGenerator(tokenizer, max_new_tokens, temperature=0.0),
+                chosen, tokenizer, fmt,
+                ModelGenerator(tokenizer, max_new_tokens, temperature=0.0, bf16_autocast=bf16_autocast),
                 env_config=config, pool=pool,
             )  # fmt: skip
             output = rollout.episodes([prompts(e) for e in chosen], chosen, _Unwrapped(model))
@@ -266,7 +267,7 @@ class RealSetup:
         figures = {
             name: measure_chat(
                 model, self.tokenizer, self.fmt, self.prompts, items, turns=self.config.heldout.turns,
-                max_new_tokens=self.config.rl.max_new_tokens,
+                max_new_tokens=self.config.rl.max_new_tokens, bf16_autocast=self.config.heldout.bf16_autocast,
             )
             for name, items in self.held_out.items()
         }  # fmt: skip
@@ -440,7 +441,7 @@ def _base_key(
         return None
     record = provenance(Path(resolved)) or {}
     parts = [__version__, str(record.get("gguf_sha256")), prompts.style.name, str(spec.turns),
-             str(config.rl.max_new_tokens)]  # fmt: skip
+             str(config.rl.max_new_tokens), *(["bf16"] if spec.bf16_autocast else [])]  # fmt: skip
     for name, items in held_out.items():
         parts += [name, *(f"{prompts(e)}\x00{e.gold_sql}\x00{e.db_path}" for e in items)]
     return hashlib.sha256("\x01".join(parts).encode()).hexdigest()[:24]

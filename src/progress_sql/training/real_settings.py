@@ -45,6 +45,9 @@ class HeldOut:
     data_dir: str | None = None
     #: Turn budget of the multi-turn measurement (EX within T turns with ODT feedback).
     turns: int = 2
+    #: Greedy generation in bf16 autocast over the fp32 weights (faster on a CPU with bf16 instructions;
+    #: greedy answers can differ from fp32's, so it is part of the base measurement's cache key).
+    bf16_autocast: bool = False
 
     def __post_init__(self) -> None:
         if self.size < 2 or self.turns < 1:
