@@ -36,6 +36,9 @@ def test_warm_started_run_measures_three_times_and_resumes(
     assert result.precision["rl"]["progressive"]["trainable_parameter_dtypes"] == ["float32"]
     assert result.precision["rl"]["progressive"]["compute"] == "bf16 autocast"  # TRL's default, on a CPU too
     assert (out / "checkpoints" / "sft" / "base.json").is_file()
+    outcomes = json.loads((out / "heldout.json").read_text())
+    assert set(outcomes) == {"before_warm_start", "before_rl", "after_rl"}
+    assert outcomes["after_rl"][name]["single"] == list(result.after[name].matches)
     assert (out / "rl" / "final" / "config.json").is_file()
     rollouts = [json.loads(line) for line in (out / "rl" / "rollouts.jsonl").read_text().splitlines()]
     assert rollouts, "RL wrote its trajectories"

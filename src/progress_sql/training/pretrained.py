@@ -26,6 +26,10 @@ from progress_sql.training.heldout import Accuracy, SetMeasurement
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.types import Example
 
+#: The run folder's file of per-question held-out outcomes (:meth:`SetMeasurement.as_json` per set), by
+#: measurement: ``before_warm_start``, ``before_rl``, ``after_rl``.
+HELDOUT_OUTCOMES = "heldout.json"
+
 
 @dataclass(frozen=True, slots=True)
 class Recipe:
@@ -414,6 +418,13 @@ def run_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> Any:
     result.precision = precision_record(setup.resolved, model, result.rl)
     result.after_detail = setup.measure(model, "EX after RL")
     result.after = {name: m.single for name, m in result.after_detail.items()}
+    # per-question outcomes of the three measurements: another run on the same held-out set pairs with them
+    outcomes = {"before_warm_start": result.base_detail, "before_rl": result.before_detail,
+                "after_rl": result.after_detail}  # fmt: skip
+    (Path(config.out) / HELDOUT_OUTCOMES).write_text(
+        json.dumps({when: {name: m.as_json() for name, m in sets.items()} for when, sets in outcomes.items()}) + "\n",
+        encoding="utf-8",
+    )
     change = heldout_change(result)
     result.guard = (
         "" if change is None else
