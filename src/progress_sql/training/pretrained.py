@@ -474,6 +474,7 @@ def _read_measurements(path: Path) -> dict[str, SetMeasurement]:
 
 
 __all__ = [
+    "HELDOUT_OUTCOMES",
     "RECIPES",
     "ChatPrompts",
     "HeldOut",
