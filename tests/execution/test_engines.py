@@ -203,3 +203,30 @@ def test_backend_database_still_needs_the_sqlite_file_for_the_schema(tmp_path: P
             store.details(str(tmp_path / "absent.sqlite"), "full")
     finally:
         store.close()
+
+
+def test_a_deadline_sends_no_cancel_after_it_is_cancelled() -> None:
+    """A timer that fires as the statement ends: ``cancel`` waits for the interrupt in flight, and a
+    deadline cancelled first never interrupts (a late cancel would fail the connection's next statement)."""
+    import threading
+    import time
+
+    from progress_sql.execution.engines.base import Deadline
+
+    sent: list[float] = []
+
+    def slow_interrupt() -> None:
+        time.sleep(0.2)
+        sent.append(time.perf_counter())
+
+    firing = Deadline(0.0, slow_interrupt)
+    firing.start()
+    assert firing.fired.wait(5)
+    firing.cancel()
+    assert len(sent) == 1  # cancel returned only after the interrupt was sent
+    quiet = Deadline(0.05, lambda: sent.append(0.0))
+    quiet.start()
+    quiet.cancel()
+    threading.Event().wait(0.2)
+    assert len(sent) == 1
+    assert not quiet.fired.is_set()

@@ -137,14 +137,24 @@ def fetch_capped(cursor: Any, limits: ExecLimits, rows: list[Row]) -> bool:
 
 class Deadline:
     """A timer that calls ``interrupt`` (the driver's cancel) ``seconds`` after :meth:`start` and
-    remembers that it did (``fired``): how a server engine's runner tells a timeout from an error."""
+    remembers that it did (``fired``): how a server engine's runner tells a timeout from an error.
+
+    After :meth:`cancel` returns no interrupt is sent: a timer that fired as the statement finished has
+    either sent its cancel already (cancel waits for it) or will not send one. Without this a late
+    cancel reached the connection's next statement, which then failed with "canceling statement due
+    to user request" as an error (seen under load: tests/execution/test_engine_adversarial.py)."""
 
     def __init__(self, seconds: float, interrupt: Callable[[], object]) -> None:
         self.fired = threading.Event()
+        self._lock = threading.Lock()
+        self._finished = False
 
         def fire() -> None:
-            self.fired.set()
-            interrupt()
+            with self._lock:
+                if self._finished:
+                    return
+                self.fired.set()
+                interrupt()
 
         self._timer = threading.Timer(seconds, fire)
         self._timer.daemon = True
@@ -153,4 +163,6 @@ class Deadline:
         self._timer.start()
 
     def cancel(self) -> None:
+        with self._lock:  # waits for a firing interrupt to be sent
+            self._finished = True
         self._timer.cancel()
