@@ -177,6 +177,12 @@ def checkpoint_dtype(resolved: str) -> str | None:
     return str(value) if value else None
 
 
+def weight_dtypes(model: Any, *, trainable_only: bool = False) -> list[str]:
+    """The dtypes of ``model``'s parameters (only those that train, with ``trainable_only``), sorted."""
+    parameters = (p for p in model.parameters() if p.requires_grad or not trainable_only)
+    return sorted({str(p.dtype).removeprefix("torch.") for p in parameters})
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     """What :func:`fetch` did."""
@@ -378,4 +384,5 @@ __all__ = [
     "packaged_name",
     "provenance",
     "resolve_model",
+    "weight_dtypes",
 ]

@@ -44,7 +44,9 @@ class Accuracy:
 
     @property
     def standard_error(self) -> float:
-        return math.sqrt(self.ex * (1 - self.ex) / self.n) if self.n else 0.0
+        from progress_sql.evaluation.metrics import binomial_se
+
+        return binomial_se(self.correct, self.n) or 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {"n": self.n, "correct": self.correct, "ex": round(self.ex, 6), "se": round(self.standard_error, 6)}

@@ -224,11 +224,11 @@ class RunResult:
 def precision_record(resolved: str, model: Any, rl: Mapping[str, RLResult]) -> dict[str, Any]:
     """The dtype ``resolved``'s checkpoint was saved in, the dtypes of ``model``'s weights as loaded
     (fp32: the optimizer's master weights), and each RL run's compute precision."""
-    from progress_sql.models import checkpoint_dtype
+    from progress_sql.models import checkpoint_dtype, weight_dtypes
 
     return {
         "checkpoint_dtype": checkpoint_dtype(resolved),
-        "weight_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()}),
+        "weight_dtypes": weight_dtypes(model),
         "rl": {reward: run.precision for reward, run in rl.items()},
     }
 

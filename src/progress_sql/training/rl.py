@@ -449,8 +449,9 @@ def run_rl(
 
 def trainer_precision(trainer: Any) -> dict[str, Any]:
     """The trainer's compute precision and its trainable parameters' dtypes (the master weights)."""
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters() if p.requires_grad})
+    from progress_sql.models import weight_dtypes
+
+    dtypes = weight_dtypes(trainer.accelerator.unwrap_model(trainer.model), trainable_only=True)
     # what accelerate applies (it can refuse a flag the device lacks), not only what the arguments asked
     mixed = str(getattr(trainer.accelerator, "mixed_precision", "no"))
     compute = "fp32" if mixed == "no" else f"{mixed} autocast"
