@@ -107,7 +107,7 @@ def test_the_recipe_sets_everything_and_the_command_line_still_wins(
     (music_dir / "train_spider.min.json").write_text((music_dir / "questions.json").read_text())
     base = ["train", "--recipe", "smollm2-cpu", "--data-dir", str(music_dir), "--out", str(tmp_path)]
     CliRunner().invoke(app, base)
-    CliRunner().invoke(app, [*base, "--steps", "3", "--sft-steps", "5", "--heldout-size", "20", "--lr", "1e-5",
+    CliRunner().invoke(app, [*base, "--steps", "3", "--sft-steps", "5", "--heldout-size", "20", "--lr", "3e-5",
                              "--trainable-layers", "4", "--threads", "1"])  # fmt: skip
     recipe, changed = seen
     spec = pretrained.RECIPES["smollm2-cpu"]
@@ -115,8 +115,8 @@ def test_the_recipe_sets_everything_and_the_command_line_still_wins(
     assert recipe.questions == "train_spider.min.json"  # the reduced file, as the shared data ships it
     assert recipe.warm_start == spec.warm_start
     assert recipe.heldout == spec.heldout
-    assert (recipe.rl.steps, recipe.rl.learning_rate, recipe.rl.turns) == (15, 5e-6, 2)
-    assert (changed.rl.steps, changed.rl.learning_rate, changed.rl.turns) == (3, 1e-5, 2)
+    assert (recipe.rl.steps, recipe.rl.learning_rate, recipe.rl.turns, recipe.rl.generations) == (15, 1e-5, 2, 8)
+    assert (changed.rl.steps, changed.rl.learning_rate, changed.rl.turns) == (3, 3e-5, 2)
     assert (changed.warm_start.steps, changed.heldout.size, changed.trainable_layers, changed.threads) == (5, 20, 4, 1)
     # ablate --recipe builds the same run (training.pretrained.recipe_config)
     assert pretrained.recipe_config(spec, out=tmp_path, data_dir=music_dir) == recipe

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -522,6 +523,39 @@ def grpo_trainer(
     # about TRL's code, not the user's, and would repeat hundreds of times.
     warnings.filterwarnings("ignore", r"`(is_)?gradient_checkpointing\w*` is deprecated", FutureWarning)
     return trainer
+
+
+#: Tokens per tile of TRL's fused LM head on a CPU (TRL's own: 4,096, sized for GPU memory).
+CPU_LM_HEAD_TOKENS = 512
+
+
+@contextmanager
+def cpu_lm_head(device_type: str) -> Iterator[None]:
+    """On a CPU, TRL's fused LM head (``fused_lm_head=True``, trl@1.16.0 trainer/utils.py:1629-1660) as
+    it runs on CUDA, in smaller tiles; elsewhere, TRL's as it is.
+
+    Without Triton, TRL scores every position, the prompt's and the padding's included (``compact =
+    _use_triton(...)``, to keep Neuron's compiled tile shapes fixed), in tiles of 4,096 tokens x 32,768
+    vocabulary entries whose fp32 temporaries in ``_forward_tile`` / ``_backward_tile`` reach about 3 GB:
+    that was the peak of a CPU RL step (docs/benchmarks.md). Scoring only the completion positions is
+    TRL's CUDA path (the same per-row arithmetic), and 512-token tiles bound the temporaries."""
+    if device_type != "cpu":
+        yield
+        return
+    import trl.kernels.chunked_logprob as kernel
+    import trl.trainer.utils as trl_utils
+
+    # both names are read at call time; tests/integrations/test_trl_lm_head.py fails if a TRL upgrade moves them
+    original_use_triton, original_tokens = trl_utils._use_triton, kernel.TOKEN_CHUNK_SIZE
+
+    def compact_on_cpu(device: Any) -> bool:
+        return device.type == "cpu" or bool(original_use_triton(device))
+
+    trl_utils._use_triton, kernel.TOKEN_CHUNK_SIZE = compact_on_cpu, CPU_LM_HEAD_TOKENS
+    try:
+        yield
+    finally:
+        trl_utils._use_triton, kernel.TOKEN_CHUNK_SIZE = original_use_triton, original_tokens
 
 
 def _lora_config(lora: Mapping[str, Any]) -> Any:

@@ -421,7 +421,8 @@ class _RealSeed:
         self.tokenizer = self.setup.tokenizer
         self.sft = self.setup.result.sft
         self.prompts = self.setup.rl_prompts()
-        self.before_warm_start = Measured.of(self.setup.result.base_detail, self.turns, self.sets)
+        base = self.setup.result.base_detail
+        self.before_warm_start = Measured.of(base, next(iter(base.values())).turns, self.sets)
 
     def measure(self, model: Any, label: str, phase: Phase) -> Measured:
         return Measured.of(self.setup.measure(model, label), self.turns, self.sets)

@@ -48,10 +48,21 @@ class HeldOut:
     #: Greedy generation in bf16 autocast over the fp32 weights (faster on a CPU with bf16 instructions;
     #: greedy answers can differ from fp32's, so it is part of the base measurement's cache key).
     bf16_autocast: bool = False
+    #: Turn budget of the base model's measurement before a warm start (None: ``turns``); a run without a
+    #: warm start measures its base model with ``turns``, since that measurement is also its "before RL".
+    base_turns: int | None = None
 
     def __post_init__(self) -> None:
-        if self.size < 2 or self.turns < 1:
-            raise ConfigError(f"the held-out set needs size >= 2 and turns >= 1, got {self.size} and {self.turns}")
+        if self.size < 2 or self.turns < 1 or (self.base_turns is not None and self.base_turns < 1):
+            raise ConfigError(
+                f"the held-out set needs size >= 2 and turns >= 1, got size {self.size}, turns {self.turns}, "
+                f"base_turns {self.base_turns}"
+            )
+
+    @property
+    def base_budget(self) -> int:
+        """The turn budget of the base model's measurement before a warm start."""
+        return self.turns if self.base_turns is None else self.base_turns
 
 
 __all__ = ["HeldOut", "WarmStartSettings"]

@@ -30,6 +30,7 @@ from progress_sql.integrations.trl import (
     TokenGenerator,
     TrlRollout,
     VLLMGenerator,
+    cpu_lm_head,
     grpo_trainer,
     trainer_preset,
 )
@@ -440,7 +441,8 @@ def run_rl(
     )  # fmt: skip
     resume = last_checkpoint(out / "checkpoints")
     start = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    with cpu_lm_head(trainer.accelerator.device.type):
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if final is not None:
         save_final(trainer, tokenizer, final, lora=settings.lora is not None)
     return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None,
