@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from progress_sql.execution.compare import judge
-from progress_sql.execution.gold import GoldStore
-from progress_sql.execution.worker import ExecJob
+from progress_sql.execution.jobs import ExecJob
+from progress_sql.judge.compare import judge
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example, Verdict
 
 

@@ -31,11 +31,11 @@ from progress_sql.cluster.synthetic import SyntheticConfig, generate_dataset
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.run import ShardedEval, evaluate_on_cluster
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SuiteConfig
 

@@ -22,13 +22,13 @@ from typing import Any
 
 from progress_sql.data.loaders import load_spider
 from progress_sql.data.schema import read_schema
-from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.engines import locate
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import engine_sql
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.port import DEFAULT_READER, column_types, port_database
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.compare import get_preset, judge
+from progress_sql.judge.gold import engine_sql
 
 LIMITS = ExecLimits(timeout_s=30.0)
 

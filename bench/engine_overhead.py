@@ -25,7 +25,7 @@ from progress_sql.execution.engines import EngineRunners
 from progress_sql.execution.engines.duck import duckdb_path, safe_config
 from progress_sql.execution.engines.postgres import split_location
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import engine_sql
+from progress_sql.judge.gold import engine_sql
 
 LIMITS = ExecLimits(timeout_s=30.0)
 

@@ -35,10 +35,10 @@ from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env.core import make_store
 from progress_sql.errors import GoldQueryError
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.executor import ExecLimits, Executor
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
 
 SECTION = "## Environment"

@@ -36,8 +36,8 @@ def measure(data_dir: Path, prompts: int, group: int) -> dict[str, object]:
     from progress_sql.data.tasks import load_task
     from progress_sql.env import EnvConfig, SQLRefineEnv
     from progress_sql.errors import GoldQueryError
-    from progress_sql.execution.cache import GoldCache
     from progress_sql.execution.pool import ExecutionPool
+    from progress_sql.judge.cache import GoldCache
 
     examples = [e for e in load_task("spider-dev", data_dir / "spider") if Path(e.db_path).is_file()][:prompts]
     predictions = (data_dir / "predictions" / "spider-dev" / "model_1.txt").read_text(encoding="utf-8").splitlines()

@@ -25,11 +25,11 @@ from pathlib import Path
 from _baseline import score
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.predictions import load_predictions
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore, gold_results
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore, gold_results
 from progress_sql.types import Example
 
 REPO = Path(__file__).resolve().parent.parent

@@ -39,8 +39,8 @@ def measure(data_dir: Path, jobs: int, workers: int) -> dict[str, list[float] | 
 
     from progress_sql.data.tasks import load_task
     from progress_sql.execution.executor import ExecLimits
+    from progress_sql.execution.jobs import ExecJob
     from progress_sql.execution.pool import ExecutionPool
-    from progress_sql.execution.worker import ExecJob
 
     limits = ExecLimits(timeout_s=30)
     with tempfile.TemporaryDirectory() as folder:

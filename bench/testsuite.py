@@ -35,11 +35,11 @@ from _common import ROOT, add_output_options, command_line, machine, provenance,
 from progress_sql.data.tasks import resolve_task
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import load_predictions
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.testsuite.manifest import suite_lookup
 
 SECTION = "## Test suites"

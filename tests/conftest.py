@@ -22,8 +22,8 @@ import pytest
 
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.predictions import load_predictions
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
 from progress_sql.types import Example
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -21,7 +21,7 @@ from progress_sql.cli._common import (
     timeout_default,
 )
 from progress_sql.errors import ConfigError
-from progress_sql.execution.compare import PRESETS
+from progress_sql.judge.compare import PRESETS
 from tests.cli.reference import BEGIN, END, commands, options_reference, splice, visible_options
 from tests.conftest import REPO_ROOT
 

@@ -12,9 +12,9 @@ import pytest
 from progress_sql.data.embedded import EMBEDDED_DIR, WRITE_TASKS_FILE, ambiguous_questions, real_questions, write_tasks
 from progress_sql.data.tasks import resolve_task
 from progress_sql.env.user import SimulatedUser
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
-from progress_sql.execution.write import judge_write
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
+from progress_sql.judge.write import judge_write
 from progress_sql.odt import diagnose
 from progress_sql.types import Example
 

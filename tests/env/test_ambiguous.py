@@ -14,7 +14,7 @@ from progress_sql.env import EnvConfig
 from progress_sql.env.core import SQLRefineEnv, make_store
 from progress_sql.env.records import trajectory_of
 from progress_sql.env.user import SimulatedUser
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.types import Example
 

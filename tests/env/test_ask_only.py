@@ -12,7 +12,7 @@ from progress_sql.data.embedded import ambiguous_questions, real_questions
 from progress_sql.env import EnvConfig
 from progress_sql.env.core import SQLRefineEnv, StepResult, make_store
 from progress_sql.env.records import NO_ANSWER_TURN, trajectory_of
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.progressive import reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.rewards.tasks import TaskTermsConfig

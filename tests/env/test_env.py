@@ -14,9 +14,9 @@ from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env import core as env_core
 from progress_sql.env.core import make_store, shared_store
 from progress_sql.errors import ConfigError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.gold import GoldStore
 from progress_sql.odt import OdtConfig
 from progress_sql.types import Example
 

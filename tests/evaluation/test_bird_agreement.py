@@ -22,10 +22,10 @@ from progress_sql.evaluation.harness import EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import bird_metrics
 from progress_sql.evaluation.predictions import read_predictions, write_predictions
 from progress_sql.evaluation.ves import Timing, time_answers, ves_of
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
 from tests.evaluation.bird_reference import bird_db_path, load_bird_scripts
 

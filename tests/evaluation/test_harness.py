@@ -13,11 +13,11 @@ from progress_sql.data.embedded import EMBEDDED_DIR
 from progress_sql.env import EnvConfig, SQLRefineEnv
 from progress_sql.env.core import exec_limits, make_store
 from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.odt import diagnose, prepare_gold
 from progress_sql.odt.tags import Finding
 from progress_sql.types import Example, ExecResult, ResultPreview, plain

@@ -16,11 +16,11 @@ from progress_sql.cli import app
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import FORMATS, read_predictions, write_predictions
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
 from tests.conftest import REPO_ROOT
 from tests.evaluation.test_eval_command import PREDICTIONS, QUESTIONS, run_eval, samples_of, shop  # noqa: F401

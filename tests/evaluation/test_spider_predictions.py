@@ -15,18 +15,18 @@ import pytest
 from progress_sql.evaluation.harness import EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import summarize_eval
 from progress_sql.evaluation.report import PLOTS, render_report, write_plots
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
 from tests.conftest import official_spider_verdicts
 from tests.evaluation.test_plots import axes_hold_data
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
-# As in tests/execution/test_agreement.py: the official run gave up after 20 s on a few predictions.
+# As in tests/judge/test_agreement.py: the official run gave up after 20 s on a few predictions.
 LIMITS = ExecLimits(timeout_s=5.0, drain_after_cap=True)
 #: Official EX per model (matches of the 972 examples with a database), and its timeouts.
 OFFICIAL = {1: (370, 0), 2: (305, 8), 3: (357, 1), 4: (308, 5), 5: (305, 4)}

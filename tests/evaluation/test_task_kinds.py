@@ -8,8 +8,8 @@ from dataclasses import replace
 from progress_sql.data.embedded import ambiguous_questions, real_questions, write_tasks
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.metrics import summarize_eval
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 
 
 def test_write_and_ambiguous_examples_are_scored_and_broken_down_by_kind() -> None:

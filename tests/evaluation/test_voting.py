@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progress_sql.evaluation.voting import k_values, majority_vote, pass_at_k
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.presets.spider import canonical_rows
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.presets.spider import canonical_rows
 from progress_sql.types import ExecResult, Row
 
 GOLD = "SELECT a FROM t"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
 
 DEADLINE_S = 1.0
 MARGIN_S = 5.0  # deadline + kill margin + worker restart, with room for a noisy machine

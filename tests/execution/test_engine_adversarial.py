@@ -14,9 +14,9 @@ import pytest
 from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.engines.postgres import schema_digest, split_location
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.port import port_database, reader_location
-from progress_sql.execution.worker import ExecJob
 
 pytest.importorskip("duckdb", reason="needs the [engines] extra (scripts/test.sh installs it)")
 

@@ -12,15 +12,15 @@ import pytest
 
 from progress_sql.data.schema import read_schema
 from progress_sql.data.tasks import load_task
-from progress_sql.execution.cache import cache_key
-from progress_sql.execution.compare import describe, get_preset, judge
 from progress_sql.execution.engines import EngineRunners, engine_of, locate, public_location
 from progress_sql.execution.engines.base import plain_value
 from progress_sql.execution.executor import DEFAULT_LIMITS
-from progress_sql.execution.gold import engine_sql
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.port import port_database, reader_location
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.cache import cache_key
+from progress_sql.judge.compare import describe, get_preset, judge
+from progress_sql.judge.gold import engine_sql
 
 pytest.importorskip("duckdb", reason="needs the [engines] extra (scripts/test.sh installs it)")
 
@@ -195,7 +195,7 @@ def test_affinity_conversions_make_transpiled_queries_agree(
 
 def test_backend_database_still_needs_the_sqlite_file_for_the_schema(tmp_path: Path) -> None:
     from progress_sql.errors import DatasetError
-    from progress_sql.execution.gold import GoldStore
+    from progress_sql.judge.gold import GoldStore
 
     store = GoldStore(get_preset("spider"), backend_db=f"duckdb:{tmp_path}")
     try:

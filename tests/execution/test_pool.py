@@ -15,8 +15,8 @@ import pytest
 
 from progress_sql.errors import WorkerStartError
 from progress_sql.execution.executor import ExecLimits
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
 
 CYCLE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
@@ -89,7 +89,7 @@ def test_a_script_without_the_main_guard_gets_an_error_naming_it(tmp_path: Path,
         textwrap.dedent(
             f"""
             from progress_sql.execution.pool import ExecutionPool
-            from progress_sql.execution.worker import ExecJob
+            from progress_sql.execution.jobs import ExecJob
 
             with ExecutionPool(workers=1) as pool:
                 print(pool.run(ExecJob({str(compare_db)!r}, "SELECT 1")))

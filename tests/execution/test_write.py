@@ -15,7 +15,8 @@ from progress_sql.env import EnvConfig
 from progress_sql.env.core import SQLRefineEnv, make_store
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.write import WriteResult, judge_write, run_write, split_statements, write_job
+from progress_sql.execution.write import WriteResult, run_write, split_statements, write_job
+from progress_sql.judge.write import judge_write
 from progress_sql.types import Example, WriteCheck, WriteSpec
 
 TIMEOUT_S = 1.0

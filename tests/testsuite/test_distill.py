@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
 from progress_sql.testsuite.manifest import MANIFEST, suite_lookup, write_manifest

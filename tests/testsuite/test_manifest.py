@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from progress_sql.data.schema import Schema
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import DEFAULT_LIMITS, REVERSED_SCANS, Executor
+from progress_sql.judge.compare import get_preset
 from progress_sql.testsuite.distill import _greedy_cover, _judge_pool_database, _on_original
 from progress_sql.testsuite.manifest import MANIFEST, coverage_summary, suite_databases, suite_lookup
 from progress_sql.testsuite.profile import read_fuzz_profile

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from progress_sql.cli import app
 from progress_sql.evaluation.harness import Sample, evaluate
 from progress_sql.evaluation.predictions import load_predictions
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Example
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from progress_sql.data.embedded import real_questions
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
 from progress_sql.prompts import CompactFormat
 from progress_sql.training.evaluate import EX_LIMITS, Accuracy, ex_store, execution_accuracy, greedy_sql
 from progress_sql.training.templates import TemplateDataset

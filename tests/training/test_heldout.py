@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from progress_sql.training.heldout import Accuracy, PairedChange, pooled
+from progress_sql.evaluation.stats import Accuracy, PairedChange, pooled
 from progress_sql.training.rl import group_statistics
 
 

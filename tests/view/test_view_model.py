@@ -15,10 +15,10 @@ from progress_sql.cli import app
 from progress_sql.data.tasks import load_task
 from progress_sql.env.rollout import EpisodeRecord
 from progress_sql.errors import DatasetError
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.runfolder import RunFolder
 from progress_sql.types import PREVIEW_ROWS, ExecResult, ResultPreview, plain
 from progress_sql.view import PAGE_FILE, read_run, render

@@ -19,7 +19,7 @@ from progress_sql.audit.catalogue import resolve_checks
 from progress_sql.audit.runner import DEFAULT_TIMEOUT_S, audit_examples
 from progress_sql.cluster.shards import ShardRunner
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.write import judge_write, run_write, write_job
+from progress_sql.judge.write import reference_verdict
 from progress_sql.registry import lookup
 from progress_sql.runfolder import write_jsonl
 from progress_sql.types import Example
@@ -126,12 +126,9 @@ WRITE_REFERENCE_REASON = "write-reference"
 def write_reference_problem(example: Example, timeout_s: float = DEFAULT_TIMEOUT_S) -> str | None:
     """Why a write task's reference script cannot serve as its gold (None when it runs on a copy of
     the database and passes every check; an absent database says nothing, like the execution checks)."""
-    spec = example.write
-    if spec is None or not Path(example.db_path).is_file():
+    if example.write is None or not Path(example.db_path).is_file():
         return None
-    # The reference is the task's own data (trusted like a gold query): it runs in this process.
-    reference = run_write(write_job(example.db_path, example.gold_sql, spec, ExecLimits(timeout_s=timeout_s)))
-    verdict = judge_write(spec, reference, reference).verdict
+    verdict = reference_verdict(example, ExecLimits(timeout_s=timeout_s)).verdict
     return None if verdict.match else verdict.reason
 
 

@@ -12,7 +12,7 @@ from progress_sql.audit.check import Check, check, shorten
 from progress_sql.audit.context import AuditContext
 from progress_sql.audit.copies import VARIANT_ORDER
 from progress_sql.audit.sqlinfo import int_literal, keyed_query, level_tables, selects
-from progress_sql.execution.sqltext import strip_distinct
+from progress_sql.judge.sqltext import strip_distinct
 from progress_sql.types import ExecResult, Row
 
 

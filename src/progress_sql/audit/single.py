@@ -20,7 +20,7 @@ from progress_sql.audit.sqlinfo import (
     selects,
 )
 from progress_sql.data.introspect import quote_identifier
-from progress_sql.execution.compare import get_preset, judge
+from progress_sql.judge.compare import get_preset, judge
 from progress_sql.testsuite.neighbors import neighbour_candidates
 
 #: G05: neighbours tried per gold, how many must execute, and the share that must agree with the gold.

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from progress_sql.errors import ProgressSQLError
-from progress_sql.execution.compare import PRESETS
 from progress_sql.execution.engines.base import Engine
+from progress_sql.judge.compare import PRESETS
 from progress_sql.runfolder import RunFolder, Summary
 
 if TYPE_CHECKING:  # the cluster's runner imports Ray: only a --ray run loads it

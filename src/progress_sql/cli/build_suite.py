@@ -14,7 +14,7 @@ import typer
 
 from progress_sql.cli import _common as common
 from progress_sql.data.tasks import resolve_task
-from progress_sql.execution.compare import get_preset
+from progress_sql.judge.compare import get_preset
 from progress_sql.progress import progress_bar
 from progress_sql.runfolder import RunSummary, basic_report, package_versions
 from progress_sql.testsuite.build import build_suites, schema_jobs

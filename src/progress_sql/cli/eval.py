@@ -30,12 +30,12 @@ from progress_sql.evaluation.run import (
     write_eval_run,
 )
 from progress_sql.evaluation.ves import measure_ves
-from progress_sql.execution.analysis import AnalysisPool
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.analysis import AnalysisPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.odt.config import OdtConfig
 from progress_sql.progress import progress_bar
 from progress_sql.prompts import PROMPT_STYLES

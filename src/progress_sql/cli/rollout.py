@@ -18,8 +18,8 @@ from progress_sql.data.tasks import load_task
 from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig, make_store
 from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
 from progress_sql.evaluation.run import engine_settings
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
 from progress_sql.progress import progress_bar
 from progress_sql.rewards.registry import get_reward
 from progress_sql.rewards.tasks import TaskTermsConfig

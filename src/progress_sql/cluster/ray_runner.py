@@ -28,7 +28,7 @@ from progress_sql.cluster.shards import (
     shard_size,
 )
 from progress_sql.errors import ClusterError, ConfigError, ProgressSQLError
-from progress_sql.execution.cache import file_digest
+from progress_sql.execution.digest import file_digest
 from progress_sql.types import Closing
 
 try:

@@ -15,13 +15,12 @@ from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
 from progress_sql.env.records import TurnRecord, answers_trajectory
 from progress_sql.env.user import SimulatedUser, User
 from progress_sql.errors import ConfigError
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import describe, get_preset, judge
 from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore, PreparedGold
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.write import judge_write
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import describe, get_preset
+from progress_sql.judge.gold import GoldStore, PreparedGold
 from progress_sql.odt import Diagnosis, OdtConfig, diagnose
 from progress_sql.odt.feedback import feedback_text
 from progress_sql.prompts import Message, PromptStyle, opening_messages, prompt_style, user_answer_prompt
@@ -261,19 +260,20 @@ class SQLRefineEnv(Closing):
         result = store.run_pred(example, extracted.sql) if extracted.sql else _NO_SQL
         self._last_result = result if extracted.sql else None
         clock.lap("execute")
+        judged = store.judgement(example, gold.results, result)
+        verdict = judged.verdict if extracted.sql else None
         checks: tuple[int, int] | None = None
-        if example.write is not None:
-            written = judge_write(example.write, gold.results[0], result)
-            verdict = written.verdict if extracted.sql else None
-            checks = (written.passed if extracted.sql else 0, written.total)
-            self._checks_share = written.share if extracted.sql else 0.0
-        else:
-            verdict = judge(store.preset, example.gold_sql, gold.results, result) if extracted.sql else None
+        if judged.checks is not None:  # a write task: the checks passed count for its reward terms
+            passed, total = judged.checks if extracted.sql else (0, judged.checks[1])
+            checks = (passed, total)
+            self._checks_share = passed / total if total else 0.0
         match = verdict is not None and verdict.match
         verdict_status: str = verdict.status if verdict is not None else "no_sql"
-        if match and extracted.sql and store.suite is not None:
-            match = store.suite_match(example, extracted.sql)
-            verdict_status = "match" if match else "suite_mismatch"
+        if match and extracted.sql:
+            suite = store.suite_verdicts([(example, extracted.sql)])[0]
+            if suite is not None:
+                match = suite.match
+                verdict_status = "match" if match else "suite_mismatch"
         clock.lap("compare")
         diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
         clock.lap("odt")

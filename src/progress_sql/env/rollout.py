@@ -15,9 +15,9 @@ from progress_sql.backends.base import Backend, GenerationConfig
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import GoldQueryError
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.gold import GoldStore
 from progress_sql.prompts import Message
 from progress_sql.types import TASK_KINDS, Example, ResultPreview, RewardBreakdown, TaskKind, result_previews
 

@@ -1,4 +1,4 @@
-"""The evaluation harness: pure orchestration over a :class:`~progress_sql.execution.gold.GoldStore`
+"""The evaluation harness: pure orchestration over a :class:`~progress_sql.judge.gold.GoldStore`
 (run, judge, vote, diagnose, judge on the suite); files and the terminal are the command line's job."""
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ from typing import Any, Literal
 
 from progress_sql.evaluation.bird import soft_f1
 from progress_sql.evaluation.voting import is_valid, majority_vote
-from progress_sql.execution.compare import judge
-from progress_sql.execution.gold import GoldStore, PreparedGold
-from progress_sql.execution.worker import ExecJob
-from progress_sql.execution.write import write_job
+from progress_sql.judge.gold import GoldStore, PreparedGold
 from progress_sql.odt.records import Diagnosis
 from progress_sql.odt.tags import Finding
-from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, WriteSpec, result_previews
+from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, result_previews
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -117,62 +114,34 @@ def evaluate(
             raise ValueError(f"example {example.index} has no samples")
     for example, _ in present:
         store.schema(example.db_path)  # an unreadable database fails here, before anything runs
-    runner = _Runner(store, progress)
-    prepared = [
-        [None if s.sql is None else s.sql if e.write is not None else store.preset.prepare_pred(s.sql) for s in items]
-        for e, items in present
-    ]
-    answers = [
-        (store.location(e), sql, e.write)
-        for (e, _), sqls in zip(present, prepared, strict=True)
-        for sql in sqls
-        if sql is not None
-    ]
+    answers = [(e, s.sql) for e, items in present for s in items if s.sql is not None]
     # The answers' queries share the pool with the golds' from the start; the ODT analysis runs in
     # the store's analysis processes (when it has them) meanwhile.
     with ThreadPoolExecutor(1, thread_name_prefix="answers") as background:
-        answers_run = background.submit(runner.run, answers)
+        answers_run = background.submit(store.run_answers, answers, progress)
         golds = store.prepare_many([e for e, _ in present], progress)
         early = _diagnose_beside(present, golds, store)
-        answers_run.result()
+        ran = iter(answers_run.result())
 
     records: dict[int, EvalRecord] = {}
-    pending_ts: list[tuple[Example, str, str]] = []  # (example, chosen prepared SQL, suite db)
+    pending_ts: list[tuple[Example, str]] = []  # matches to judge on the suite: (example, the chosen answer's SQL)
     diagnosed = early()
-    for (example, items), gold, sqls in zip(present, golds, prepared, strict=True):
-        results = [
-            None if sql is None else runner.results[(store.location(example), sql, example.write)] for sql in sqls
-        ]
+    for (example, items), gold in zip(present, golds, strict=True):
+        results = [None if s.sql is None else next(ran) for s in items]
         diagnosis = diagnosed.get(example.index)
         record = _judge_example(example, items, results, gold, store, breakdown, diagnosis, preview_rows)
         if with_soft_f1:
             record = replace(record, soft_f1=_soft_f1(record, results, gold))
-        chosen_sql = None if record.chosen_sample is None else sqls[record.chosen_sample]
-        record, suite_jobs = _plan_suite(record, example, chosen_sql, store)
+        record, needs_suite = _plan_suite(record, example, store)
         records[example.index] = record
-        pending_ts.extend(suite_jobs)
-    _judge_suites(pending_ts, records, store, runner, progress)
+        if needs_suite:
+            assert record.sql is not None  # a match has a chosen answer with SQL
+            pending_ts.append((example, record.sql))
+    for (example, _), suite in zip(pending_ts, store.suite_verdicts(pending_ts, progress), strict=True):
+        assert suite is not None  # planned only for examples with suite databases
+        records[example.index] = replace(records[example.index], ts_match=suite.match, ts_databases=suite.databases)
     levels = absent_levels()
     return [records.get(e.index) or _skipped(e, levels[e.index], store, breakdown) for e in examples]
-
-
-class _Runner:
-    """Runs each distinct (database, prepared SQL) once, in batches through the store's pool."""
-
-    def __init__(self, store: GoldStore, progress: Progress | None) -> None:
-        self.store = store
-        self.tick = (lambda _i, _r: progress(1)) if progress else None
-        self.results: dict[tuple[str, str, WriteSpec | None], ExecResult] = {}
-
-    def run(self, pairs: Sequence[tuple[str, str, WriteSpec | None]]) -> None:
-        """Run each (database, SQL, write spec) once: a write task's script on a copy, with its checks."""
-        unique = [pair for pair in dict.fromkeys(pairs) if pair not in self.results]
-        limits = self.store.limits
-        jobs = [
-            ExecJob(db, sql, limits) if spec is None else write_job(db, sql, spec, limits) for db, sql, spec in unique
-        ]
-        ran = self.store.pool.run_many(jobs, on_result=self.tick)
-        self.results.update(zip(unique, ran, strict=True))
 
 
 def _diagnose_beside(
@@ -244,10 +213,10 @@ def _judge_example(
         fields["gold_result"], fields["pred_result"] = result_previews(
             gold.results, results[0] if results else None, preview_rows
         )
-        reason = store.verdict(example, gold.results, ExecResult("error")).reason
+        reason = store.judgement(example, gold.results, ExecResult("error")).verdict.reason
         return EvalRecord(**fields, status="gold_invalid", reason=reason, sql=items[0].sql, verdict="gold_invalid",
                           match=False)  # fmt: skip
-    verdicts = [None if r is None else store.verdict(example, gold.results, r) for r in results]
+    verdicts = [None if r is None else store.judgement(example, gold.results, r).verdict for r in results]
     # A write's result is its checks: vote by which checks passed (the first sample among equals).
     vote = majority_vote(example.gold_sql, results if example.write is None else _check_results(verdicts),
                          store.preset)  # fmt: skip
@@ -295,41 +264,14 @@ def _soft_f1(record: EvalRecord, results: Sequence[ExecResult | None], gold: Pre
     return soft_f1(answer.rows, gold.results[0].rows)
 
 
-def _plan_suite(
-    record: EvalRecord, example: Example, chosen_sql: str | None, store: GoldStore
-) -> tuple[EvalRecord, list[tuple[Example, str, str]]]:
-    """The suite runs a scored answer needs, or its test-suite verdict when it needs none."""
+def _plan_suite(record: EvalRecord, example: Example, store: GoldStore) -> tuple[EvalRecord, bool]:
+    """Whether a scored answer needs its suite runs, or its test-suite verdict when it needs none."""
     if record.status != "scored":
-        return record, []
+        return record, False
     databases = store.suite_databases(example)
     if databases is None:  # no suite, or none for this database: no test-suite verdict
-        return record, []
+        return record, False
     if record.match and databases:
-        assert chosen_sql is not None  # a match has a chosen answer with SQL
-        return record, [(example, chosen_sql, db) for db in databases]
+        return record, True
     # A mismatch stays one; a suite with no file for this gold is the original database alone.
-    return replace(record, ts_match=record.match, ts_databases=len(databases)), []
-
-
-def _judge_suites(
-    pending: Sequence[tuple[Example, str, str]],
-    records: dict[int, EvalRecord],
-    store: GoldStore,
-    runner: _Runner,
-    progress: Progress | None,
-) -> None:
-    if not pending:
-        return
-    golds = store.gold_results([replace(example, db_path=db) for example, _, db in pending], progress)
-    runner.run([(db, sql, None) for _, sql, db in pending])
-    outcome: dict[int, list[bool]] = {}
-    for (example, sql, db), gold in zip(pending, golds, strict=True):
-        verdict = judge(store.preset, example.gold_sql, gold, runner.results[(db, sql, None)])
-        if verdict.status == "gold_invalid":
-            continue  # the gold fails on this suite database: it says nothing about the prediction
-        outcome.setdefault(example.index, []).append(verdict.match)
-    for example, _, _ in pending:
-        verdicts = outcome.get(example.index, [])
-        record = records[example.index]
-        if record.ts_match is None:
-            records[example.index] = replace(record, ts_match=all(verdicts), ts_databases=len(verdicts))
+    return replace(record, ts_match=record.match, ts_databases=len(databases)), False

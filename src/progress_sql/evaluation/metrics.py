@@ -3,7 +3,6 @@ key's meaning: docs/evaluation.md#metrics."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from progress_sql.evaluation.analysis import analyze, ratio
 from progress_sql.evaluation.bird import BIRD_LEVELS, ves_score
 from progress_sql.evaluation.harness import EvalRecord
+from progress_sql.evaluation.stats import binomial_se
 from progress_sql.evaluation.voting import k_values, pass_at_k
 from progress_sql.types import HARDNESS_LEVELS
 
@@ -40,18 +40,6 @@ def _block(records: Sequence[EvalRecord]) -> dict[str, Any]:
         # EX minus TS over the same examples (those with a suite): the share EX accepts and TS rejects.
         "ex_minus_ts": ratio(sum(r.match and not r.ts_match for r in with_suite), len(with_suite)),
     }
-
-
-def binomial_se(successes: int, n: int) -> float | None:
-    """The standard error of a share ``successes / n`` (None without examples).
-
-    >>> round(binomial_se(3, 972), 5)
-    0.00178
-    """
-    if n == 0:
-        return None
-    share = successes / n
-    return math.sqrt(share * (1 - share) / n)
 
 
 def level_order(levels: set[str]) -> list[str]:

@@ -18,12 +18,12 @@ from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import Preset, describe
 from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import Preset, describe
+from progress_sql.judge.gold import GoldStore
 from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
@@ -105,7 +105,7 @@ class EvalSettings:
     model: str | None
     decoding: Mapping[str, Any]
     suite: str | None
-    preset: Mapping[str, Any]  # execution.compare.describe: name and options
+    preset: Mapping[str, Any]  # judge.compare.describe: name and options
     limits: Mapping[str, Any]
     workers: int | None  # None: one per core
     predictions_format: str | None = None  # the prediction file's format (predictions.FORMATS)

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from sqlglot import exp
 
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.sql.parse import ParseFailure, parse_sql
@@ -99,7 +99,8 @@ def suite_failure(case: Case) -> str | None:
         return None if case.recorded_suite_match else "matched, but the run's own test-suite verdict is a mismatch"
     if sql is None or case.store.suite is None or not case.store.suite_databases(case.example):
         return None
-    if case.store.suite_match(case.example, sql):
+    suite = case.store.suite_verdicts([(case.example, sql)])[0]
+    if suite is None or suite.match:
         return None
     return "matches on the original database but not on every test-suite database"
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 
 from progress_sql.evaluation.bird import time_ratio, ves_reward
 from progress_sql.evaluation.harness import EvalRecord
-from progress_sql.execution.gold import GoldStore
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
 
 
@@ -53,9 +52,7 @@ def time_answers(
     timed = [i for i, r in enumerate(records) if r.status == "scored" and r.match and r.sql is not None]
     jobs = []
     for i in timed:
-        pred = ExecJob(examples[i].db_path, store.preset.prepare_pred(records[i].sql or ""), store.limits)
-        gold = ExecJob(examples[i].db_path, examples[i].gold_sql, store.limits)
-        jobs += [pred, gold] * repeats
+        jobs += [store.answer_job(examples[i], records[i].sql or ""), store.gold_job(examples[i])] * repeats
     tick = (lambda _i, _r: progress(1)) if progress else None
     results = store.pool.run_many(jobs, on_result=tick) if jobs else []
     timings: list[Timing | None] = [None] * len(records)

@@ -1,7 +1,7 @@
 """Majority voting by execution result (Vote@N, OmniSQL's rule) and the unbiased pass@k estimator; the
 rule and the grouping: docs/evaluation.md#answers-greedy-voten-passk.
 
->>> from progress_sql.execution.compare import get_preset
+>>> from progress_sql.judge.compare import get_preset
 >>> from progress_sql.types import ExecResult
 >>> ok = lambda *rows: ExecResult("ok", columns=("a",), rows=tuple((r,) for r in rows))
 >>> vote = majority_vote("SELECT a FROM t", [ok(1), ok(2), ok(2), None], get_preset("spider"))
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import Literal
 
-from progress_sql.execution.compare import Preset
+from progress_sql.judge.compare import Preset
 from progress_sql.types import ExecResult
 
 GroupingRule = Literal["key", "representative"]

@@ -23,7 +23,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from progress_sql.errors import WorkerStartError
-from progress_sql.execution.worker import READY, ExecJob, worker_main
+from progress_sql.execution.jobs import ExecJob
+from progress_sql.execution.worker import READY, worker_main
 from progress_sql.types import Closing, ExecResult
 
 #: Address-space cap of each worker process.
@@ -40,11 +41,11 @@ DEFAULT_START_TIMEOUT_S = 60.0
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 #: What the fork server imports before it forks workers: the main script, as spawn would in each
 #: worker (so the ``__main__`` guard still matters, see :data:`GUARD_HINT`), the worker's module and
-#: what the ODT analysis processes (execution/analysis.py, forked from the same server) import.
+#: what the ODT analysis processes (judge/analysis.py, forked from the same server) import.
 FORKSERVER_PRELOAD = (
     "__main__",
     "progress_sql.execution.worker",
-    "progress_sql.execution.analysis",
+    "progress_sql.judge.analysis",
     "progress_sql.odt.diagnosis",
     "progress_sql.sql.hardness",
     "progress_sql.sql.normalize",

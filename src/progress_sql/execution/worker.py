@@ -6,31 +6,17 @@ from __future__ import annotations
 import gc
 import resource
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, cast
 
 from progress_sql.execution.engines import EngineRunners
-from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
+from progress_sql.execution.jobs import ExecJob, WriteJob
 from progress_sql.types import ExecResult
-
-if TYPE_CHECKING:
-    from progress_sql.execution.write import WriteJob
 
 #: How many rows of a truncated result travel back to the parent (a prefix, for inspection).
 TRUNCATED_ROWS_SENT = 1_000
 #: What a worker sends once it can take jobs: the parent's deadlines count from here, not from the spawn.
 READY = "ready"
-
-
-@dataclass(frozen=True, slots=True)
-class ExecJob:
-    """One statement to run on one database: a SQLite file path or another engine's location
-    (:func:`progress_sql.execution.engines.engine_of`)."""
-
-    db_path: str
-    sql: str
-    limits: ExecLimits = DEFAULT_LIMITS
 
 
 def limit_memory(memory_bytes: int | None) -> None:
@@ -78,10 +64,10 @@ def worker_main(conn: Connection, memory_bytes: int | None) -> None:
 def _run(executor: EngineRunners, job: ExecJob) -> ExecResult:
     result: ExecResult
     try:
-        if hasattr(job, "probes"):  # a write task's job (execution/write.py): a copy, a script, checks
-            from progress_sql.execution.write import run_write
+        if isinstance(job, WriteJob):  # a write task's job: a copy, a script, checks
+            from progress_sql.execution.write import run_write  # sqlite backup and scripts: loaded on first use
 
-            result = run_write(cast("WriteJob", job))
+            result = run_write(job)
         else:
             result = executor.run(job.db_path, job.sql, job.limits)
     except MemoryError:

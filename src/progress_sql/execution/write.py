@@ -1,6 +1,6 @@
 """Write tasks: run an untrusted DML script on a disposable copy of the database, then the task's
-check queries on the state it left, and judge the outcome against the reference script's
-(docs/tasks.md#write-tasks, docs/semantics.md for the read path this extends).
+check queries on the state it left (docs/tasks.md#write-tasks, docs/semantics.md for the read path this
+extends); the outcome is judged against the reference script's in :mod:`progress_sql.judge.write`.
 
 The original file is only ever opened read-only (:func:`~progress_sql.execution.executor.open_readonly`);
 SQLite's backup API copies it into memory (or, for a large file, into a temporary file that is
@@ -8,7 +8,7 @@ deleted afterwards). On the copy a per-task gate and authorizer allow only the d
 kinds on the declared tables (no DDL, ATTACH, PRAGMA, transactions or other tables); one deadline
 covers the copy, the script and the checks; a script that changes more rows than the row cap is
 stopped. The job runs in the pool's isolated workers like a read (:class:`WriteJob` is an
-:class:`~progress_sql.execution.worker.ExecJob`), so the memory cap and the hard kill apply too.
+:class:`~progress_sql.execution.jobs.ExecJob`), so the memory cap and the hard kill apply too.
 
 >>> split_statements("INSERT INTO t VALUES ('a;b'); DELETE FROM t WHERE x = 1")
 ["INSERT INTO t VALUES ('a;b');", 'DELETE FROM t WHERE x = 1']
@@ -26,9 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from progress_sql.execution.executor import (
     _LEADING_NOISE,  # the read gate's own scanner: one definition of "leading noise"
@@ -38,11 +36,8 @@ from progress_sql.execution.executor import (
     open_readonly,
     statement_gate,
 )
-from progress_sql.execution.worker import ExecJob
-from progress_sql.types import ExecResult, Verdict, VerdictStatus, WriteSpec, WriteStatement
-
-if TYPE_CHECKING:  # the worker imports this module: the presets (and sqlglot) load only where judging runs
-    from progress_sql.execution.compare import Preset
+from progress_sql.execution.jobs import WriteJob
+from progress_sql.types import ExecResult, WriteSpec, WriteStatement
 
 #: Files larger than this are copied into a temporary file instead of memory (the worker's memory cap).
 MEMORY_COPY_MAX_BYTES = 64 * 2**20
@@ -64,16 +59,6 @@ _LIMIT_ATTACHED = 7
 
 
 @dataclass(frozen=True, slots=True)
-class WriteJob(ExecJob):
-    """A DML script (``sql``) to run on a copy of ``db_path`` under ``spec``'s allowances, followed
-    by ``probes`` (the check queries, then one ``SELECT *`` per compared table) on the state it left."""
-
-    tables: tuple[str, ...] = ()
-    statements: tuple[WriteStatement, ...] = ("insert", "update", "delete")
-    probes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class WriteResult(ExecResult):
     """What a write job produced: the script's status (``ok``, ``error`` for a refused or failing
     statement, ``timeout``), the rows it changed, and one result per probe (empty unless the script
@@ -81,21 +66,6 @@ class WriteResult(ExecResult):
 
     changes: int = 0
     probes: tuple[ExecResult, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class WriteVerdict:
-    """A write prediction judged: the verdict (match = every check passed) and the checks passed."""
-
-    verdict: Verdict
-    passed: int
-    total: int
-    failed: tuple[str, ...] = ()
-
-    @property
-    def share(self) -> float:
-        """The share of checks passed (0 when the task has none)."""
-        return self.passed / self.total if self.total else 0.0
 
 
 def split_statements(script: str) -> list[str]:
@@ -298,69 +268,13 @@ def write_job(db_path: str, script: str, spec: WriteSpec, limits: ExecLimits = D
     return WriteJob(db_path, script, limits, spec.tables, spec.statements, probes_of(spec))
 
 
-def write_gold_problem(spec: WriteSpec, reference: ExecResult) -> str | None:
-    """Why the reference script's outcome cannot be judged against (None when it can)."""
-    if not isinstance(reference, WriteResult) or reference.status != "ok":
-        return f"the reference script failed: {reference.status}: {reference.error}"
-    names = [check.name for check in spec.checks] + [f"table {t}" for t in spec.compare_tables]
-    for name, probe in zip(names, reference.probes, strict=True):
-        if probe.status != "ok" or probe.truncated:
-            problem = "exceeds the row cap" if probe.truncated else f"{probe.status}: {probe.error}"
-            return f"the check {name} {problem} after the reference script"
-    return None
-
-
-@cache
-def _preset(name: str) -> Preset:
-    from progress_sql.execution.compare import get_preset
-
-    return get_preset(name)
-
-
-def judge_write(spec: WriteSpec, reference: ExecResult, pred: ExecResult) -> WriteVerdict:
-    """Judge a write prediction: each check against its expected rows (or the reference state's
-    result), each compared table against its contents after the reference script, under the
-    task's preset. Match means every check passed."""
-    from progress_sql.execution.compare import judge
-
-    preset = _preset(spec.preset)
-    total = len(spec.checks) + len(spec.compare_tables)
-    problem = write_gold_problem(spec, reference)
-    if problem is not None:
-        return WriteVerdict(Verdict(False, "gold_invalid", problem, preset.name), 0, total)
-    assert isinstance(reference, WriteResult)
-    if pred.status != "ok" or not isinstance(pred, WriteResult):
-        status: VerdictStatus = "pred_timeout" if pred.status == "timeout" else "pred_error"
-        return WriteVerdict(Verdict(False, status, pred.error or "the script failed", preset.name), 0, total)
-    failed: list[str] = []
-    for index, check in enumerate(spec.checks):
-        gold = reference.probes[index]
-        if check.expected is not None:
-            gold = ExecResult("ok", columns=gold.columns, rows=check.expected)
-        if not judge(preset, check.sql, [gold], pred.probes[index]).match:
-            failed.append(check.name)
-    for offset, table in enumerate(spec.compare_tables, start=len(spec.checks)):
-        sql = f"SELECT * FROM {quote_identifier(table)}"
-        if not judge(preset, sql, [reference.probes[offset]], pred.probes[offset]).match:
-            failed.append(f"table {table}")
-    passed = total - len(failed)
-    match = not failed and total > 0
-    reason = f"{passed} of {total} checks passed" + (f"; failed: {', '.join(failed)}" if failed else "")
-    return WriteVerdict(
-        Verdict(match, "match" if match else "mismatch", reason, preset.name), passed, total, tuple(failed)
-    )
-
-
 __all__ = [
     "MEMORY_COPY_MAX_BYTES",
     "WriteJob",
     "WriteResult",
-    "WriteVerdict",
-    "judge_write",
     "probes_of",
     "run_write",
     "split_statements",
     "write_gate",
-    "write_gold_problem",
     "write_job",
 ]

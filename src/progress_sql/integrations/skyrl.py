@@ -20,9 +20,9 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import SKYRL_ENV_CLASS, row_env_config, skyrl_example
+from progress_sql.judge.cache import GoldCache
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
 #: SkyRL's default number of threads that step environments (``environment.skyrl_gym.max_env_workers``,

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import SUITE_FIELD, example_fields, row_env_config, trl_example
+from progress_sql.judge.cache import GoldCache
 from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.registry import RewardContext, get_reward

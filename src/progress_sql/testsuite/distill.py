@@ -12,8 +12,8 @@ from pathlib import Path
 
 from progress_sql.data.schema import Schema
 from progress_sql.errors import ConfigError
-from progress_sql.execution.compare import Preset, get_preset, judge
 from progress_sql.execution.executor import REVERSED_SCANS, ExecLimits, Executor
+from progress_sql.judge.compare import Preset, get_preset, judge
 from progress_sql.testsuite.fuzz import FuzzReport, fuzz_database
 from progress_sql.testsuite.hints import gold_constants, join_links
 from progress_sql.testsuite.neighbors import neighbour_candidates

@@ -1,6 +1,6 @@
 """The suite folder's ``manifest.json`` (docs/testsuite.md#the-suite-folder) and :func:`suite_lookup`,
 which turns a suite folder into the value the gold store judges with
-(:data:`progress_sql.execution.gold.SuiteLookup`)."""
+(:data:`progress_sql.judge.gold.SuiteLookup`)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def suite_databases(suite: Path | None, db_id: str, gold_sql: str | None = None)
 
 @dataclass(frozen=True, slots=True)
 class SuiteFolder:
-    """A suite folder as a :data:`~progress_sql.execution.gold.SuiteLookup`: called with an example, the
+    """A suite folder as a :data:`~progress_sql.judge.gold.SuiteLookup`: called with an example, the
     suite databases of its gold, or None when the folder has nothing for its database (no
     ``<db_id>/`` folder). An empty tuple means the suite covers the database but assigns this gold
     no file, so the suite is the original database alone. Equal folders make equal lookups."""

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.errors import ConfigError
+from progress_sql.evaluation.stats import Accuracy, PairedChange
 from progress_sql.prompts import CompactFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.ablations import get_ablation
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement
+from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.recipe import EMBEDDED_RL, SFT_STEPS, SFT_TARGET, Phase, TrainConfig
 from progress_sql.training.rl import RLSettings
 from progress_sql.types import plain

@@ -1,6 +1,6 @@
 """Greedy generation with the compact format and execution accuracy (EX) under the ``strict`` preset.
 
-Model SQL runs in the isolated execution pool of a :class:`~progress_sql.execution.gold.GoldStore`,
+Model SQL runs in the isolated execution pool of a :class:`~progress_sql.judge.gold.GoldStore`,
 which also keeps the gold results.
 """
 
@@ -10,14 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from progress_sql.execution.compare import get_preset, judge
+from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.prompts import CompactFormat
 from progress_sql.sql.extract import extract
-from progress_sql.training.heldout import Accuracy
 from progress_sql.types import Example
 
 #: Every query of an EX measurement, gold and model (a training-time budget, not the eval command's).
@@ -86,15 +85,8 @@ def execution_accuracy(
             for position, (example, text) in enumerate(zip(examples, texts, strict=True))
             if (sql := extract(text).sql) is not None and Path(example.db_path).is_file()
         }
-        golds = store.prepare_many([examples[position] for position in answers])
-        jobs = [
-            ExecJob(examples[i].db_path, store.preset.prepare_pred(sql), store.limits) for i, sql in answers.items()
-        ]
-        preds = store.pool.run_many(jobs)
-        matched = {
-            position: judge(store.preset, examples[position].gold_sql, gold.results, pred).match
-            for position, gold, pred in zip(answers, golds, preds, strict=True)
-        }
+        judged = store.judge_many([examples[position] for position in answers], list(answers.values()))
+        matched = {position: bool(j and j.match) for position, j in zip(answers, judged, strict=True)}
     finally:
         if own:
             store.close()

@@ -20,9 +20,10 @@ from typing import Any
 
 from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, PromptStyle, opening_messages, prompt_style
-from progress_sql.training.heldout import Accuracy, SetMeasurement
+from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.types import Example
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.evaluation.stats import Accuracy, PairedChange, pooled
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import (
     PAPER_STYLE,
@@ -36,7 +37,7 @@ from progress_sql.prompts import (
     prompt_style,
 )
 from progress_sql.rewards.registry import get_reward
-from progress_sql.training.heldout import Accuracy, PairedChange, SetMeasurement, measure, pooled
+from progress_sql.training.heldout import SetMeasurement, measure
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_size
 from progress_sql.training.selection import RL_SELECT_RULES, BestOnValidation, RLSelect

@@ -9,8 +9,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from progress_sql.evaluation.stats import Accuracy, PairedChange
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
-from progress_sql.training.heldout import Accuracy, PairedChange
 from progress_sql.training.recipe import RunResult, heldout_change, template_set
 
 CURVES = (

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.errors import DatasetError
+from progress_sql.evaluation.stats import Accuracy
 from progress_sql.runfolder import RECORDS_FILE, REPORT_FILE, SUMMARY_FILE
-from progress_sql.training.heldout import Accuracy
 from progress_sql.view.context import CONTEXT_FILE
 
 #: The page data's layout version (the page's script checks it).

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from progress_sql.execution.digest import file_digest
 from progress_sql.execution.engines.base import Deadline, EngineName, EngineRunner, fetch_capped
 from progress_sql.execution.executor import ExecLimits, OpenConnections, error_message, statement_gate
 from progress_sql.types import ExecResult, Row
@@ -59,7 +60,6 @@ class DuckdbEngine:
         return DuckdbRunner()
 
     def content_identity(self, location: str) -> str:
-        from progress_sql.execution.cache import file_digest  # cache.py keys through the engine registry
 
         return file_digest(duckdb_path(location))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from progress_sql.execution.digest import file_digest
 from progress_sql.execution.engines.base import EngineName, EngineRunner
 from progress_sql.execution.executor import Executor
 
@@ -23,7 +24,6 @@ class SqliteEngine:
         return Executor()
 
     def content_identity(self, location: str) -> str:
-        from progress_sql.execution.cache import file_digest  # cache.py keys through this registry
 
         return file_digest(location)
 

@@ -22,10 +22,10 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, STOP_KEY, TURNS_KEY, StopReason
+from progress_sql.judge.cache import GoldCache
 
 T = TypeVar("T")
 

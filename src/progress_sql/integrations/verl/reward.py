@@ -21,9 +21,9 @@ from typing import Any, Literal, get_args
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
+from progress_sql.judge.cache import GoldCache
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, RewardSpec, get_reward
 from progress_sql.rewards.tasks import TERM_COMPONENTS

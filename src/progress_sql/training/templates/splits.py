@@ -73,7 +73,7 @@ def generate_pairs(databases: Mapping[str, Path], executor: Executor | None = No
 
 def folded_sql(sql: str) -> str:
     """SQL text with case, whitespace, quote style and a trailing semicolon folded: the key under
-    which paraphrases of one query meet (not :func:`progress_sql.execution.cache.normalize_sql`,
+    which paraphrases of one query meet (not :func:`progress_sql.judge.cache.normalize_sql`,
     which folds whitespace only).
 
     >>> folded_sql('SELECT name ,  age FROM singer WHERE x = "a";')

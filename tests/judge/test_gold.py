@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import build_database
 
 from progress_sql.data.schema import read_schema
 from progress_sql.errors import DatasetError, GoldQueryError
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore, PreparedGold
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore, PreparedGold, SuiteVerdict
 from progress_sql.odt import diagnose, prepare_gold
 from progress_sql.types import Example, ExecResult
+from tests.conftest import build_database
 
 #: Unqualified ``price``: only the schema says it belongs to contact_lenses.
 JOINED = (
@@ -148,20 +148,54 @@ def test_predictions_and_details(lenses_db: Path, pool: ExecutionPool) -> None:
     assert store.details(str(lenses_db), "none") != details
 
 
-def test_suite_match_follows_the_lookup(lenses_db: Path, tmp_path: Path, pool: ExecutionPool) -> None:
+def test_suite_verdicts_follow_the_lookup(lenses_db: Path, tmp_path: Path, pool: ExecutionPool) -> None:
     # A "suite database" where supplier Clear is missing: a hard-coded count is caught there.
     other = build_database("contact_lenses.sql", tmp_path / "suite")
 
     with sqlite3.connect(other) as connection:
         connection.execute("DELETE FROM suppliers WHERE supplier_name = 'Clear'")
     item = example(lenses_db, "SELECT count(*) FROM suppliers")
+    honest, hard_coded = "SELECT count(supplier_id) FROM suppliers", "SELECT 3"
     lookups: dict[str, Sequence[str] | None] = {"suite": [str(other)], "empty": [], "none": None}
+    expected = {"suite": [SuiteVerdict(True, 1), SuiteVerdict(False, 1)], "empty": [SuiteVerdict(True, 0)] * 2,
+                "none": [None, None]}  # fmt: skip
     for name, databases in lookups.items():
         store = GoldStore(get_preset("strict"), pool=pool, suite=lambda _e, found=databases: found)
         assert store.suite_databases(item) == databases
-        assert store.suite_match(item, "SELECT count(supplier_id) FROM suppliers")
-        assert store.suite_match(item, "SELECT 3") == (name != "suite")
-    assert GoldStore(get_preset("strict"), pool=pool).suite_match(item, "SELECT 3")
+        assert store.suite_verdicts([(item, honest), (item, hard_coded)]) == expected[name]
+        judged = store.judge_many([item, item, item], [honest, hard_coded, None])
+        assert [j.match if j else None for j in judged] == [True, name != "suite", None]
+        assert judged[1] is not None
+        assert judged[1].verdict.match
+    assert GoldStore(get_preset("strict"), pool=pool).suite_verdicts([(item, hard_coded)]) == [None]
+
+
+def test_judge_many_judges_writes_by_their_checks_and_runs_each_job_once(
+    pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from progress_sql.data.embedded import write_tasks
+
+    task = write_tasks()[0]
+    store = GoldStore(get_preset("strict"), pool=pool)
+    store.prepare(task)
+    sent: list[int] = []
+    run_many = pool.run_many
+
+    def counting(jobs: Sequence[object], **kwargs: object) -> list[ExecResult]:
+        sent.append(len(jobs))
+        return run_many(jobs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "run_many", counting)
+    judged = store.judge_many([task, task, task], [task.gold_sql, "DELETE FROM singer", task.gold_sql])
+    assert sent == [2]  # the gold's script is an answer twice: it runs once
+    assert [j.match if j else None for j in judged] == [True, False, True]
+    assert judged[0] is not None
+    assert judged[0].checks is not None
+    passed, total = judged[0].checks
+    assert passed == total > 0
+    assert judged[1] is not None
+    assert judged[1].checks is not None
+    assert judged[1].checks[0] < total
 
 
 def test_owns_and_closes_its_pool_only_without_one(pool: ExecutionPool) -> None:
@@ -177,7 +211,7 @@ def test_owns_and_closes_its_pool_only_without_one(pool: ExecutionPool) -> None:
 def test_disk_cache_keeps_the_gold_analysis_across_runs(
     lenses_db: Path, tmp_path: Path, pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from progress_sql.execution import gold as gold_module
+    from progress_sql.judge import gold as gold_module
     from progress_sql.odt import OdtConfig
 
     item = example(lenses_db, JOINED)

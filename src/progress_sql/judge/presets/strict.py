@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from progress_sql.execution.presets.base import Equality, RunsAsWritten, shape_difference
-from progress_sql.execution.presets.columns import assignments
+from progress_sql.judge.presets.base import Equality, RunsAsWritten, shape_difference
+from progress_sql.judge.presets.columns import assignments
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import ExecResult, Row, SQLValue
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from progress_sql.execution.presets.base import Equality, RunsAsWritten
+from progress_sql.judge.presets.base import Equality, RunsAsWritten
 from progress_sql.types import ExecResult
 
 

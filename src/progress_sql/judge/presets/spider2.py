@@ -7,8 +7,8 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from progress_sql.execution.presets.base import Equality, RunsAsWritten
-from progress_sql.execution.sqltext import has_word_sequence
+from progress_sql.judge.presets.base import Equality, RunsAsWritten
+from progress_sql.judge.sqltext import has_word_sequence
 from progress_sql.types import ExecResult, SQLValue
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from progress_sql.errors import ConfigError
-from progress_sql.execution.compare import describe, get_preset, judge
 from progress_sql.execution.executor import execute
-from progress_sql.execution.presets.spider import result_eq
-from progress_sql.execution.sqltext import first_statement, strip_distinct
+from progress_sql.judge.compare import describe, get_preset, judge
+from progress_sql.judge.presets.spider import result_eq
+from progress_sql.judge.sqltext import first_statement, strip_distinct
 from progress_sql.types import ExecResult
 
 

@@ -2,7 +2,7 @@
 
 ``spider``, ``bird``, ``spider2`` and ``strict`` are documented, with behaviour tables, in
 docs/semantics.md. Test-suite accuracy applies :func:`judge` on every suite database of a gold
-(:meth:`progress_sql.execution.gold.GoldStore.suite_match`, :func:`progress_sql.evaluation.harness.evaluate`).
+(:meth:`progress_sql.judge.gold.GoldStore.suite_match`, :func:`progress_sql.evaluation.harness.evaluate`).
 
 >>> preset = get_preset("spider", keep_distinct=True)
 >>> describe(preset)
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from progress_sql.errors import ConfigError
-from progress_sql.execution.presets.base import Equality, Preset, describe, judge
-from progress_sql.execution.presets.bird import BirdPreset
-from progress_sql.execution.presets.spider import SpiderPreset
-from progress_sql.execution.presets.spider2 import Spider2Preset
-from progress_sql.execution.presets.strict import StrictPreset
+from progress_sql.judge.presets.base import Equality, Preset, describe, judge
+from progress_sql.judge.presets.bird import BirdPreset
+from progress_sql.judge.presets.spider import SpiderPreset
+from progress_sql.judge.presets.spider2 import Spider2Preset
+from progress_sql.judge.presets.strict import StrictPreset
 from progress_sql.registry import lookup
 
 PRESETS: dict[str, Callable[..., Preset]] = {

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.data.loaders import database_path
-from progress_sql.execution.cache import GoldCache, cache_key, normalize_sql
-from progress_sql.execution.compare import describe, get_preset
 from progress_sql.execution.executor import DEFAULT_LIMITS
-from progress_sql.execution.gold import gold_results
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache, cache_key, normalize_sql
+from progress_sql.judge.compare import describe, get_preset
+from progress_sql.judge.gold import gold_results
 from progress_sql.types import Example, ExecResult
 
 

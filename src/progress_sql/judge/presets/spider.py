@@ -12,9 +12,9 @@ from itertools import permutations, product
 from math import factorial, prod
 from typing import Any
 
-from progress_sql.execution.presets.base import Equality, shape_difference
-from progress_sql.execution.presets.columns import assignments
-from progress_sql.execution.sqltext import (
+from progress_sql.judge.presets.base import Equality, shape_difference
+from progress_sql.judge.presets.columns import assignments
+from progress_sql.judge.sqltext import (
     first_statement,
     fix_spaced_operators,
     replace_current_year,

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
-from progress_sql.execution.analysis import AnalysisPool, prepare_reference
-from progress_sql.execution.cache import GoldCache, cache_key, file_digest
-from progress_sql.execution.compare import Preset, describe, judge
+from progress_sql.execution.digest import file_digest
 from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.worker import ExecJob
-from progress_sql.execution.write import judge_write, write_gold_problem, write_job
+from progress_sql.execution.write import write_job
+from progress_sql.judge.analysis import AnalysisPool, prepare_reference
+from progress_sql.judge.cache import GoldCache, cache_key
+from progress_sql.judge.compare import Preset, describe, judge
+from progress_sql.judge.write import judge_write, write_gold_problem
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.records import GoldReference
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
@@ -191,6 +193,32 @@ def reference_key(db_path: str, sql: str, config: OdtConfig) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class SuiteVerdict:
+    """An answer judged on the suite databases of its gold: ``match`` on every one of the ``databases``
+    on which the gold runs."""
+
+    match: bool
+    databases: int
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """An answer judged against its example's gold: what running it gave, its verdict on the example's
+    database, the checks it passed of how many (write tasks), and its suite verdict (None: not checked,
+    or no suite for the example). It counts as correct when it matches on the database and, with a
+    suite verdict, on the suite."""
+
+    result: ExecResult
+    verdict: Verdict
+    checks: tuple[int, int] | None = None
+    suite: SuiteVerdict | None = None
+
+    @property
+    def match(self) -> bool:
+        return self.verdict.match and (self.suite is None or self.suite.match)
+
+
 class GoldStore(Closing):
     """Per-process, thread-safe store of per-example and per-database preparation, shared by every
     environment, evaluator and trainer adapter of a process. Each (database, gold SQL) is prepared
@@ -242,6 +270,8 @@ class GoldStore(Closing):
         the pool (``progress`` advances once per execution); with :attr:`analysis` their references
         are built there meanwhile."""
         todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
+        if not todo:
+            return [self.prepare(example) for example in examples]
         for example in todo:
             self.schema(example.db_path)  # a missing database fails here, before anything runs
         references = self._references_beside(todo)
@@ -386,37 +416,88 @@ class GoldStore(Closing):
         return self._details.get((db_path, profile), lambda: db_details(db_path, profile))
 
     # -- predictions ---------------------------------------------------------------------------
-    def run_pred(self, example: Example, sql: str) -> ExecResult:
-        """Run the model's SQL on the example's database in the isolated pool (the preset's
-        rewrite of predictions applied); a write task's script runs on a copy (execution/write.py)."""
+    # The one place an answer becomes a job and a job's result a verdict: the environment, the
+    # evaluation harness, training's EX measurement and R-VES timing all judge through these.
+    def answer_job(self, example: Example, sql: str) -> ExecJob:
+        """The job that runs an answer: a write task's script on a copy of its SQLite file with the
+        task's probes (execution/write.py), else the preset's rewrite of the SQL where the example's
+        queries run (:meth:`location`)."""
         if example.write is not None:
-            return self.pool.run(write_job(example.db_path, sql, example.write, self.limits))
-        return self.pool.run(ExecJob(self.location(example), self.preset.prepare_pred(sql), self.limits))
+            return write_job(example.db_path, sql, example.write, self.limits)
+        return ExecJob(self.location(example), self.preset.prepare_pred(sql), self.limits)
 
-    def verdict(self, example: Example, gold: Sequence[ExecResult], pred: ExecResult) -> Verdict:
-        """Judge ``pred`` (what :meth:`run_pred` gave) against the example's ``gold`` results: under the
-        store's preset, or for a write task by its checks (match = every check passed)."""
+    def gold_job(self, example: Example) -> ExecJob:
+        """The job that runs the example's gold query where its answers run (R-VES times it beside them)."""
+        return ExecJob(self.location(example), self.gold_sql(example), self.limits)
+
+    def run_pred(self, example: Example, sql: str) -> ExecResult:
+        """Run one answer in the isolated pool (:meth:`answer_job`)."""
+        return self.pool.run(self.answer_job(example, sql))
+
+    def run_answers(self, answers: Sequence[tuple[Example, str]], progress: Progress | None = None) -> list[ExecResult]:
+        """Run many answers in one batch through the pool, each distinct job once (``progress``
+        advances once per execution); results in the order of ``answers``."""
+        jobs = [self.answer_job(example, sql) for example, sql in answers]
+        unique = list(dict.fromkeys(jobs))
+        tick = (lambda _i, _r: progress(1)) if progress else None
+        ran = dict(zip(unique, self.pool.run_many(unique, on_result=tick) if unique else [], strict=True))
+        return [ran[job] for job in jobs]
+
+    def judgement(self, example: Example, gold: Sequence[ExecResult], result: ExecResult) -> Judgement:
+        """Judge an answer's ``result`` against the example's ``gold`` results: under the store's preset,
+        or for a write task by its checks (match = every check passed). No suite check."""
         if example.write is not None:
-            return judge_write(example.write, gold[0], pred).verdict
-        return judge(self.preset, example.gold_sql, gold, pred)
+            written = judge_write(example.write, gold[0], result)
+            return Judgement(result, written.verdict, (written.passed, written.total))
+        return Judgement(result, judge(self.preset, example.gold_sql, gold, result))
+
+    def judge_many(
+        self, examples: Sequence[Example], answers: Sequence[str | None], progress: Progress | None = None
+    ) -> list[Judgement | None]:
+        """Every answer judged against its example's gold (None where there is no SQL to run): golds
+        prepared in one batch, answers run in one batch, each match re-judged on the example's suite
+        databases (:meth:`suite_verdicts`). A missing database raises
+        :class:`~progress_sql.errors.DatasetError` before anything runs."""
+        if len(examples) != len(answers):
+            raise ValueError(f"{len(answers)} answers for {len(examples)} examples")
+        golds = self.prepare_many(examples, progress)
+        given = [i for i, sql in enumerate(answers) if sql is not None]
+        results = self.run_answers([(examples[i], answers[i] or "") for i in given], progress)
+        judged: dict[int, Judgement] = {
+            i: self.judgement(examples[i], golds[i].results, result) for i, result in zip(given, results, strict=True)
+        }
+        matched = [i for i in given if judged[i].verdict.match]
+        suites = self.suite_verdicts([(examples[i], answers[i] or "") for i in matched], progress)
+        for i, suite in zip(matched, suites, strict=True):
+            judged[i] = replace(judged[i], suite=suite)
+        return [judged.get(i) for i in range(len(examples))]
 
     def judge(self, example: Example, sql: str) -> Verdict:
-        """Run the model's SQL and judge it against the example's gold on its database."""
-        return self.verdict(example, self.prepare(example).results, self.run_pred(example, sql))
+        """Run one answer and judge it against the example's gold on its database (no suite check)."""
+        return self.judgement(example, self.prepare(example).results, self.run_pred(example, sql)).verdict
 
-    def suite_match(self, example: Example, pred_sql: str) -> bool:
-        """Whether the model's SQL, which matched on the original database, also matches on every
-        suite database of the example's gold (True without a suite lookup or suite databases).
-        Databases run one at a time and the first disagreement ends the check; a suite database on
-        which the gold fails says nothing about the prediction and is left out."""
-        prepared_sql = self.preset.prepare_pred(pred_sql)
-        for db in self.suite_databases(example) or ():
-            moved = replace(example, db_path=db)
-            gold = self.gold_results([moved])[0]
-            verdict = judge(self.preset, example.gold_sql, gold, self.pool.run(ExecJob(db, prepared_sql, self.limits)))
-            if verdict.status != "gold_invalid" and not verdict.match:
-                return False
-        return True
+    def suite_verdicts(
+        self, answers: Sequence[tuple[Example, str]], progress: Progress | None = None
+    ) -> list[SuiteVerdict | None]:
+        """Each answer (one that matched on its example's database) judged on every suite database of
+        the example's gold, in one batch: a match on all of them, over those on which the gold runs (a
+        suite database where the gold fails says nothing about the answer and is left out). None
+        without a suite for the example (:meth:`suite_databases`); an empty suite judges on nothing."""
+        suites = [self.suite_databases(example) for example, _ in answers]
+        runs = [
+            (position, replace(example, db_path=db), sql)
+            for position, ((example, sql), databases) in enumerate(zip(answers, suites, strict=True))
+            for db in databases or ()
+        ]
+        golds = self.gold_results([moved for _, moved, _ in runs], progress) if runs else []
+        results = self.run_answers([(moved, sql) for _, moved, sql in runs], progress)
+        outcomes: dict[int, list[bool]] = {}
+        for (position, moved, _), gold, result in zip(runs, golds, results, strict=True):
+            verdict = self.judgement(moved, gold, result).verdict
+            if verdict.status != "gold_invalid":
+                outcomes.setdefault(position, []).append(verdict.match)
+        matches = [outcomes.get(position, []) for position in range(len(answers))]
+        return [None if dbs is None else SuiteVerdict(all(m), len(m)) for dbs, m in zip(suites, matches, strict=True)]
 
     def suite_databases(self, example: Example) -> Sequence[str] | None:
         """The suite databases of the example's gold (see :data:`SuiteLookup`); None without a suite
@@ -436,8 +517,10 @@ def _gold_key(example: Example) -> tuple[str, str]:
 
 __all__ = [
     "GoldStore",
+    "Judgement",
     "PreparedGold",
     "SuiteLookup",
+    "SuiteVerdict",
     "engine_sql",
     "gold_problem",
     "gold_results",

@@ -1,4 +1,4 @@
-"""ODT analysis in processes (execution/analysis.py): the same references and diagnoses as the caller
+"""ODT analysis in processes (judge/analysis.py): the same references and diagnoses as the caller
 computes, nothing lost when a process dies, and ``evaluate`` with analysis processes writes the same
 records as without them."""
 
@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import build_database
 
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.execution.analysis import AnalysisPool, prepare_reference
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.analysis import AnalysisPool, prepare_reference
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.odt import OdtConfig, diagnose
 from progress_sql.types import Example
+from tests.conftest import build_database
 
 GOLDS = (
     "SELECT supplier_name FROM suppliers JOIN contact_lenses ON suppliers.supplier_id = contact_lenses.supplier_id "
@@ -144,9 +144,9 @@ EVAL_PARENT = """
 import sys
 
 from progress_sql.evaluation.harness import Sample, evaluate
-from progress_sql.execution.analysis import AnalysisPool
-from progress_sql.execution.compare import get_preset
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.analysis import AnalysisPool
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.types import Example
 

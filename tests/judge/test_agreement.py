@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import official_spider_verdicts
 
 from progress_sql.data.tasks import load_task
 from progress_sql.evaluation.harness import EvalRecord, Sample, evaluate
-from progress_sql.execution.cache import GoldCache
-from progress_sql.execution.compare import PRESETS, Preset, get_preset
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
-from progress_sql.execution.gold import GoldStore
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.cache import GoldCache
+from progress_sql.judge.compare import PRESETS, Preset, get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.types import Example
+from tests.conftest import official_spider_verdicts
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 

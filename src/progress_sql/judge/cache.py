@@ -15,31 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.sqltext import tokens
+from progress_sql.judge.sqltext import tokens
 from progress_sql.types import ExecResult, SQLValue
 
 _FORMAT = 2  # 2: keys name the engine
-_digests: dict[tuple[int, int, int, int], str] = {}
-_digest_lock = threading.Lock()
-
-
-def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, computed once per (device, inode, size, mtime)."""
-    stat = os.stat(path)
-    memo_key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)  # the file, not its name
-    with _digest_lock:
-        known = _digests.get(memo_key)
-    if known is not None:
-        return known
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    value = digest.hexdigest()
-    with _digest_lock:
-        _digests[memo_key] = value
-    return value
 
 
 def normalize_sql(sql: str) -> str:
@@ -58,8 +39,6 @@ def cache_key(
     """The key of one gold result: the engine and the database's content identity (a file's digest,
     re-validated by stat on every call; a PostgreSQL schema's recorded digest), the SQL, the preset
     and the limits. ``content``: that identity, already read (a batch reads it once per database)."""
-    from progress_sql.execution.engines import engine_of  # the engines' SQLite module uses file_digest
-
     engine = engine_of(str(db_path))
     identity = content if content is not None else engine.content_identity(str(db_path))
     return _key(engine.name, identity, sql, json.dumps(preset, sort_keys=True), limits)

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import execute
+from progress_sql.judge.compare import get_preset, judge
 
 
 def _database(folder: Path, scores: list[int]) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from progress_sql.execution.compare import get_preset, judge
+from progress_sql.judge.compare import get_preset, judge
 from progress_sql.types import ExecResult, Row
 
 values = st.one_of(

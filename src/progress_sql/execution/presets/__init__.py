@@ -1,1 +1,0 @@
-"""The comparison presets; see :mod:`progress_sql.execution.compare` for the registry."""

@@ -1,0 +1,1 @@
+"""The comparison presets; see :mod:`progress_sql.judge.compare` for the registry."""
