@@ -3,10 +3,13 @@
 (the backend before batching), interleaved; and a warm-start step with every weight trained against the
 top N layers only; and a training pass of the RL shape (4 sequences, logits over every position, as TRL
 computes log-probabilities) in fp32 against bf16 autocast over the same fp32 weights (TRL's default,
-on a CPU too).
+on a CPU too); and TRL's fused LM head on an RL-shaped batch (16 sequences, only the completion scored),
+as TRL runs it on a CPU against ``cpu_lm_head`` (completion positions only, 512-token tiles), each pass in a
+process of its own so that its peak memory is its own.
 
     .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
     .venv/bin/python bench/real_model.py --only precision --repeat 5
+    .venv/bin/python bench/real_model.py --only lm-head --repeat 3
 
 Needs the fetched model (``progress-sql models fetch smollm2-135m``) and ``../shared/data/spider``.
 Prints the medians and their ratios; ``--write`` records them in docs/benchmarks.md.
@@ -31,7 +34,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
     parser.add_argument("--sft-steps", type=int, default=2)
-    parser.add_argument("--only", choices=("generation", "warm-start", "precision"), default=None)
+    parser.add_argument("--only", choices=("generation", "warm-start", "precision", "lm-head"), default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
@@ -53,6 +56,9 @@ def main() -> None:
 
     if args.only == "precision":
         precision(args)
+        return
+    if args.only == "lm-head":
+        lm_head(args)
         return
     style = PROMPT_STYLES["small"]
     examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
@@ -175,6 +181,69 @@ def greedy_precision(model: Any, args: argparse.Namespace) -> None:
         f"bf16 autocast / fp32: {medians['bf16 autocast'] / medians['fp32']:.2f}x; identical answers: "
         f"{same} of {len(contexts)}"
     )
+
+
+#: The RL pass of ``lm_head``: the recipe's per-device batch, prompt and completion lengths of a step.
+LM_HEAD_BATCH, LM_HEAD_PROMPT, LM_HEAD_COMPLETION = 16, 600, 300
+
+
+def lm_head(args: argparse.Namespace) -> None:
+    """TRL's log-probability pass (``fused_lm_head=True``, bf16 autocast, TRL's gradient checkpointing,
+    the top layers trainable) and its backward, on ``LM_HEAD_BATCH`` sequences: TRL's CPU path against
+    ``cpu_lm_head``; each pass in a fresh process (its peak RSS above the loaded model's is its own),
+    interleaved. Prints the medians and their ratios."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    arms = ("TRL on a CPU", "cpu_lm_head")
+    seconds: dict[str, list[float]] = {arm: [] for arm in arms}
+    peaks: dict[str, list[float]] = {arm: [] for arm in arms}
+    for _ in range(args.repeat):
+        for arm in arms:
+            with context.Pool(1) as pool:
+                took, peak = pool.apply(_lm_head_pass, (arm == "cpu_lm_head", args.layers, args.threads))
+            seconds[arm].append(took)
+            peaks[arm].append(peak)
+    for arm in arms:
+        print(
+            f"RL log-prob pass + backward ({LM_HEAD_BATCH} x {LM_HEAD_PROMPT + LM_HEAD_COMPLETION} tokens, "
+            f"{LM_HEAD_COMPLETION} scored), {arm}: {statistics.median(seconds[arm]):.2f} s, peak above the loaded "
+            f"model {statistics.median(peaks[arm]):.2f} GB (medians of {args.repeat})"
+        )
+    time_ratio = statistics.median(seconds["cpu_lm_head"]) / statistics.median(seconds["TRL on a CPU"])
+    peak_ratio = statistics.median(peaks["cpu_lm_head"]) / statistics.median(peaks["TRL on a CPU"])
+    print(f"cpu_lm_head / TRL: time {time_ratio:.2f}x, peak memory {peak_ratio:.2f}x")
+
+
+def _lm_head_pass(ours: bool, layers: int, threads: int) -> tuple[float, float]:
+    import resource
+
+    import torch
+    from trl.trainer.utils import add_fused_lm_head
+
+    from progress_sql.integrations.trl import cpu_lm_head
+    from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.training.pretrained import train_top_layers
+
+    torch.set_num_threads(threads)
+    model = load_causal_lm(resolve_model("smollm2-135m"))
+    train_top_layers(model, layers)
+    add_fused_lm_head(model)
+    model.activation_checkpointing_enable()
+    model.train()
+    length = LM_HEAD_PROMPT + LM_HEAD_COMPLETION
+    ids = torch.randint(0, model.config.vocab_size, (LM_HEAD_BATCH, length), generator=torch.Generator().manual_seed(0))
+    attention = torch.ones_like(ids)
+    labels = ids.clone()
+    labels[:, :LM_HEAD_PROMPT] = -100
+    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GB (ru_maxrss is in KB)
+    start = time.perf_counter()
+    with cpu_lm_head("cpu" if ours else "none"):  # the backward reads TRL's tile size too
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            log_probs = model(input_ids=ids, attention_mask=attention, labels=labels, fused_lm_head=True).log_probs
+        log_probs.sum().backward()
+    took = time.perf_counter() - start
+    return took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20 - loaded
 
 
 if __name__ == "__main__":

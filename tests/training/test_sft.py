@@ -10,8 +10,8 @@ import pytest
 
 from progress_sql.data.embedded import embedded_databases
 from progress_sql.data.schema import read_schema
-from progress_sql.execution.compare import get_preset, judge
 from progress_sql.execution.executor import execute
+from progress_sql.judge.compare import get_preset, judge
 from progress_sql.odt import CATALOGUE
 from progress_sql.prompts import CompactFormat
 from progress_sql.training.sft import CORRUPTIONS, IGNORE_INDEX, SftExample, encode, sft_examples
@@ -213,3 +213,31 @@ def test_bf16_autocast_trains_fp32_weights(torch_one_thread: Any) -> None:
     assert report.steps == 2
     assert all(p.dtype == torch_one_thread.float32 for p in model.parameters())
     assert any(not torch_one_thread.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))
+
+
+def test_gradient_checkpointing_gives_the_same_steps_with_the_lower_layers_frozen(torch_one_thread: Any) -> None:
+    """Recomputing the trainable layer's activations changes no loss and no weight, also when the
+    frozen layer below hands it an input without a gradient (the partial-layer recipe); the model is
+    left without checkpointing (generation after the warm start runs as before)."""
+    from progress_sql.training.pretrained import train_top_layers
+    from progress_sql.training.sft import run_sft
+    from tests.tiny_lm import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer(["how many singers? SELECT count(*) FROM singer WHERE age > 20"])
+    examples = [SftExample("how many singers?", " SELECT count(*) FROM singer"),
+                SftExample("singers over 20?", " SELECT * FROM singer WHERE age > 20")] * 3  # fmt: skip
+    runs = []
+    for checkpointing in (False, True):
+        model = tiny_model(tokenizer)
+        train_top_layers(model, 1)
+        report = run_sft(model, tokenizer, examples, lr=1e-2, batch_size=2, max_steps=3, warmup=1,
+                         answer_logits_only=True, gradient_checkpointing=checkpointing)  # fmt: skip
+        assert not model.is_activation_checkpointing
+        runs.append((report.losses, [p.detach().clone() for p in model.parameters()]))
+    (plain_losses, plain_weights), (checkpointed_losses, checkpointed_weights) = runs
+    assert checkpointed_losses == pytest.approx(plain_losses, rel=1e-6)
+    assert any(
+        not torch_one_thread.equal(p, q) for p, q in zip(plain_weights, tiny_model(tokenizer).parameters(), strict=True)
+    )
+    for plain, checkpointed in zip(plain_weights, checkpointed_weights, strict=True):
+        assert torch_one_thread.allclose(plain, checkpointed, atol=1e-6)

@@ -64,7 +64,13 @@ RECIPES: Mapping[str, Recipe] = {
         task="spider-train",
         questions=("train_spider.json", "train_spider.min.json"),
         warm_start=WarmStartSettings(
-            steps=80, learning_rate=5e-5, batch_size=8, two_turn_share=0.3, examples=2000, bf16_autocast=True
+            steps=80,
+            learning_rate=5e-5,
+            batch_size=8,
+            two_turn_share=0.3,
+            examples=2000,
+            bf16_autocast=True,
+            gradient_checkpointing=True,
         ),
         # The measurement computes in bf16 autocast, as RL's sampling does (TRL's default); the base model
         # is measured within one turn: it never writes the asked format (docs/benchmarks.md), and its EX
@@ -241,6 +247,22 @@ def warm_start_examples(
     return sft_examples(chosen, fmt, seed=seed, two_turn_share=settings.two_turn_share, prompt=prompts)
 
 
+def release_freed_memory() -> bool:
+    """Hand the heap memory that the last phase freed back to the operating system (glibc's
+    ``malloc_trim``); True when some was. glibc keeps freed blocks for reuse, so without it the
+    process stays at the warm start's peak and RL's peak comes on top (docs/benchmarks.md). False
+    where the C library has no ``malloc_trim``."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
+    except (OSError, AttributeError):
+        return False
+    return bool(trim(0))
+
+
 @dataclass(slots=True)
 class RealSetup:
     """What every phase of a real-model run shares (:func:`prepare_real`): the filtered training
@@ -274,6 +296,7 @@ class RealSetup:
     def measure(self, model: Any, label: str, *, turns: int | None = None) -> dict[str, SetMeasurement]:
         """Greedy multi-turn measurement of ``model`` on every held-out set (:func:`measure_chat`) within
         ``turns`` turns (default: the held-out set's ``turns``)."""
+        release_freed_memory()
         advance = self.phase(label, 1)
         figures = {
             name: measure_chat(
@@ -283,6 +306,7 @@ class RealSetup:
             for name, items in self.held_out.items()
         }  # fmt: skip
         advance(1)
+        release_freed_memory()
         return figures
 
     def rl_prompts(self) -> list[tuple[str, Example]]:
@@ -300,9 +324,14 @@ class RealSetup:
         settings = replace(settings, use_cpu=True, env=dict(settings.env) | {"prompt": self.prompts.style.name})
         with ExecutionPool(workers=1) as pool:
             advance = self.phase(f"RL ({settings.preset}, reward {settings.reward})", settings.steps)
+
+            def step_done(_step: int) -> None:
+                advance(1)
+                release_freed_memory()  # a step's rollout and passes leave the next step's peak to itself
+
             return run_rl(
-                model, self.tokenizer, self.fmt, list(prompts), settings, out, pool,
-                on_step=lambda _s: advance(1), final=out / "final",
+                model, self.tokenizer, self.fmt, list(prompts), settings, out, pool, on_step=step_done,
+                final=out / "final",
             )  # fmt: skip
 
 
@@ -386,13 +415,14 @@ def warm_started(setup: RealSetup) -> Any:
                 model, setup.tokenizer, sequences, lr=settings.learning_rate, batch_size=settings.batch_size,
                 max_steps=settings.steps, warmup=settings.warmup, seed=config.seed, max_length=1024,
                 threads=config.threads, progress=lambda _step: advance(1), answer_logits_only=True,
-                bf16_autocast=settings.bf16_autocast,
+                bf16_autocast=settings.bf16_autocast, gradient_checkpointing=settings.gradient_checkpointing,
             )  # fmt: skip
             result.sft = {"steps": report.steps, "seconds": round(report.seconds, 1), "final_loss": report.final_loss,
                           "examples": report.examples, "epochs": round(report.epochs, 3),
                           "learning_rate": settings.learning_rate, "batch_size": settings.batch_size,
                           "two_turn_share": settings.two_turn_share,
-                          "bf16_autocast": settings.bf16_autocast}  # fmt: skip
+                          "bf16_autocast": settings.bf16_autocast,
+                          "gradient_checkpointing": settings.gradient_checkpointing}  # fmt: skip
             model.save_pretrained(sft_dir)
             setup.tokenizer.save_pretrained(sft_dir)
             (sft_dir / "sft.json").write_text(json.dumps(result.sft) + "\n", encoding="utf-8")
@@ -501,6 +531,7 @@ __all__ = [
     "recipe",
     "recipe_config",
     "recipe_for_model",
+    "release_freed_memory",
     "run_real",
     "warm_started",
 ]

@@ -22,8 +22,11 @@ class WarmStartSettings:
     examples: int | None = 2000
     warmup: int = 10
     #: Forward passes in bf16 autocast over the fp32 weights (``run_sft``'s ``bf16_autocast``): 1.78x
-    #: faster a step on this CPU (docs/benchmarks.md); off until its effect on EX is measured.
+    #: faster a step on this CPU (docs/benchmarks.md).
     bf16_autocast: bool = False
+    #: Recompute each trainable layer's activations in the backward pass (``run_sft``'s
+    #: ``gradient_checkpointing``): the same gradients for a bounded memory (docs/benchmarks.md).
+    gradient_checkpointing: bool = False
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1 or not self.learning_rate > 0 or self.warmup < 0:

@@ -24,9 +24,9 @@ from typing import Any
 
 from progress_sql.data.schema import Schema
 from progress_sql.errors import GoldQueryError
-from progress_sql.execution.compare import get_preset
 from progress_sql.execution.executor import ExecLimits
-from progress_sql.execution.gold import GoldStore
+from progress_sql.judge.compare import get_preset
+from progress_sql.judge.gold import GoldStore
 from progress_sql.odt import diagnose
 from progress_sql.prompts import CompactFormat, ConversationFormat
 from progress_sql.training.templates import folded_sql
@@ -376,6 +376,7 @@ def run_sft(
     stop: EarlyStop | None = None,
     answer_logits_only: bool = False,
     bf16_autocast: bool = False,
+    gradient_checkpointing: bool = False,
 ) -> SftReport:
     """Train ``model`` on ``examples`` with AdamW: linear warm-up, a constant ``lr``, then a linear
     decay to zero over the last ``cooldown`` share of the budget; ``max_steps`` optimizer steps (a
@@ -388,7 +389,10 @@ def run_sft(
     head runs only where a label is (the same loss; a real model's 49k-token head over every prompt
     position was a fifth of a step); only parameters that require a gradient are optimised. With
     ``bf16_autocast`` the forward pass computes in bf16 over the fp32 weights (as TRL's RL does by
-    default): about 0.6x the time on a CPU with bf16 instructions (docs/benchmarks.md)."""
+    default): about 0.6x the time on a CPU with bf16 instructions (docs/benchmarks.md). With
+    ``gradient_checkpointing`` each trainable decoder layer keeps only its input for the backward pass
+    and recomputes the rest (the same gradients; a real model's activations over 8 x 1,024 tokens were
+    most of a step's memory)."""
     if max_steps is None and max_seconds is None:
         raise ValueError("run_sft needs max_steps or max_seconds")
     if not examples:
@@ -406,6 +410,10 @@ def run_sft(
     pad = int(tokenizer.pad_token_id)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
+    if gradient_checkpointing:
+        # Non-reentrant: the frozen layers below hand the first trainable one an input that needs no
+        # gradient, which reentrant checkpointing would take as "nothing to differentiate".
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     losses: list[float] = []
     batches: list[list[int]] = []
@@ -454,6 +462,8 @@ def run_sft(
                     stop_at = step + stop.cooldown if max_steps is None else min(max_steps, step + stop.cooldown)
     finally:
         model.eval()
+        if gradient_checkpointing:
+            model.activation_checkpointing_disable()
     tail = losses[-10:]
     return SftReport(
         steps=step,
