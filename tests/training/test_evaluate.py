@@ -61,6 +61,33 @@ def test_greedy_generation_shapes(dataset: TemplateDataset, tokenizer: Any, torc
     assert execution_accuracy(examples, texts).n == 5
 
 
+def test_greedy_generation_sends_its_inputs_to_the_models_device(
+    dataset: TemplateDataset, tokenizer: Any, torch_one_thread: Any
+) -> None:
+    """A model on an accelerator gets its inputs there (the tokenizer's tensors are on the CPU). The
+    stand-in lives on PyTorch's ``meta`` device and answers as ``generate`` does: the prompt, then the
+    new tokens (here: eos at once)."""
+    torch = torch_one_thread
+    seen: list[tuple[str, str]] = []
+
+    class OnAnotherDevice:
+        device = torch.device("meta")
+        training = False
+
+        def eval(self) -> None: ...
+
+        def train(self, mode: bool = True) -> None: ...
+
+        def generate(self, input_ids: Any, attention_mask: Any, eos_token_id: int, **_: Any) -> Any:
+            seen.append((input_ids.device.type, attention_mask.device.type))
+            width = input_ids.shape[1]
+            return torch.full((input_ids.shape[0], width + 1), eos_token_id, dtype=torch.long)
+
+    texts = greedy_sql(OnAnotherDevice(), tokenizer, CompactFormat(), dataset.heldout_new_combo[:3], batch_size=2)
+    assert seen == [("meta", "meta")] * 2
+    assert texts == ["", "", ""]
+
+
 def test_model_sql_runs_in_the_stores_pool(
     dataset: TemplateDataset, pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,8 +52,8 @@ def greedy_sql(
             batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
             with torch.inference_mode():
                 output = model.generate(
-                    input_ids=batch["input_ids"],
-                    attention_mask=batch["attention_mask"],
+                    input_ids=batch["input_ids"].to(model.device),  # the tokenizer's tensors are on the CPU
+                    attention_mask=batch["attention_mask"].to(model.device),
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
                     pad_token_id=pad,
