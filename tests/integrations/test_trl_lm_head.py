@@ -88,3 +88,36 @@ def test_cpu_lm_head_restores_trl_and_leaves_other_devices_alone() -> None:
     with pytest.raises(RuntimeError, match="the trainer failed"):
         failing_trainer()
     assert (trl_utils._use_triton, kernel.TOKEN_CHUNK_SIZE) == (use_triton, tokens)
+
+
+def test_frozen_layers_stay_out_of_the_graph_under_trls_checkpointing(chat_tokenizer: Any, tmp_path: Any) -> None:
+    """TRL checkpoints activations by default and transformers then makes the embeddings require a
+    gradient; with non-reentrant checkpoints that hook only drags the frozen layers into the backward
+    pass. Removed, the trainable layer gets the same gradient."""
+    from trl import GRPOConfig
+
+    from progress_sql.integrations.trl import frozen_layers_out_of_the_graph
+    from progress_sql.training.pretrained import train_top_layers
+
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[])
+    assert args.activation_checkpointing  # TRL's default
+    model = tiny_model(chat_tokenizer)
+    train_top_layers(model, 1)
+    model.activation_checkpointing_enable()  # what Trainer.train() does with these arguments
+    model.train()
+    input_ids, attention, labels = _batch(len(chat_tokenizer))
+
+    def top_layer_gradient() -> Any:
+        model.zero_grad()
+        model(input_ids=input_ids, attention_mask=attention, labels=labels).loss.backward()
+        return [p.grad.clone() for p in model.model.layers[-1].parameters()]
+
+    assert model.get_input_embeddings()(input_ids).requires_grad  # the hook transformers added
+    with_hook = top_layer_gradient()
+    assert frozen_layers_out_of_the_graph(model, args)
+    assert not model.get_input_embeddings()(input_ids).requires_grad
+    without = top_layer_gradient()
+    for a, b in zip(with_hook, without, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    assert all(p.grad is None for p in model.model.layers[0].parameters())
+    assert not frozen_layers_out_of_the_graph(model, args)  # nothing left to remove

@@ -414,6 +414,9 @@ def run_sft(
         # Non-reentrant: the frozen layers below hand the first trainable one an input that needs no
         # gradient, which reentrant checkpointing would take as "nothing to differentiate".
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        # ... and no input that needs a gradient (transformers adds one for reentrant checkpoints): the frozen
+        # layers stay out of the autograd graph, and the backward pass stops at the lowest trainable layer.
+        model.disable_input_require_grads()
     model.train()
     losses: list[float] = []
     batches: list[list[int]] = []
