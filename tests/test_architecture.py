@@ -32,11 +32,11 @@ def test_no_module_imports_from_a_layer_above_it_and_only_integrations_imports_a
         pytest.fail("lint-imports is missing: install the [dev] extra (scripts/setup.sh dev)")
     run = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "Contracts: 3 kept, 0 broken" in run.stdout
+    assert "Contracts: 4 kept, 0 broken" in run.stdout
 
 
 def test_the_trainer_contract_names_every_top_level_module_but_integrations() -> None:
-    (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden"]
+    (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden" and "trainer" in str(c["name"])]
     package = ROOT / "src" / "progress_sql"
     top = {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
         p.name for p in package.iterdir() if (p / "__init__.py").is_file()
@@ -130,3 +130,56 @@ def test_answers_are_judged_only_by_the_judging_package() -> None:
                 found |= {(relative, alias.name) for alias in node.names if alias.name in JUDGING_NAMES}
     assert found - RESULT_COMPARISONS == set(), "judge answers through the gold store (progress_sql.judge.gold)"
     assert found >= RESULT_COMPARISONS, f"allowances no longer needed: {sorted(RESULT_COMPARISONS - found)}"
+
+
+#: The functions allowed over 80 lines, and why each stays whole.
+LONG_FUNCTIONS = {
+    # the pool's one scheduling loop: submissions, deadlines, crashed and restarted workers share its state
+    ("progress_sql/execution/pool.py", "run_many"),
+    # the warm start's step loop: schedule, validation target, cool-down and checkpoints share the step state
+    ("progress_sql/training/sft.py", "run_sft"),
+    # verl's AgentLoopBase.run as upstream shapes it: one async episode, turn by turn
+    ("progress_sql/integrations/verl/agent_loop.py", "run"),
+}
+
+
+def _functions() -> list[tuple[str, str, int]]:
+    import ast
+
+    source = ROOT / "src"
+    found = []
+    for path in sorted((source / "progress_sql").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                found.append((path.relative_to(source).as_posix(), node.name, length))
+    return found
+
+
+def test_functions_stay_short_and_commands_thin() -> None:
+    """At most the three functions of LONG_FUNCTIONS are over 80 lines; a command function (``cli/``)
+    parses, calls one library entry point and prints, in at most 60 lines with its options."""
+    functions = _functions()
+    long = {(path, name) for path, name, length in functions if length > 80}
+    assert long <= LONG_FUNCTIONS, f"functions over 80 lines: {sorted(long - LONG_FUNCTIONS)}"
+    assert len(LONG_FUNCTIONS) <= 3
+    commands = [(path, name, n) for path, name, n in functions if path.startswith("progress_sql/cli/")
+                and name.endswith("_command") and n > 60]  # fmt: skip
+    assert commands == [], f"command functions over 60 lines: {commands}"
+
+
+def test_every_module_docs_architecture_names_exists() -> None:
+    """The concept table, the data-flow steps and the entry points name modules that exist (a path in
+    backticks: ``judge/gold.py``, ``cluster/``), so a move that forgets the page fails here."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "src" / "progress_sql"
+    named = set(re.findall(r"`((?:[a-z_]+/)*[a-z_]+(?:\.py|/))`", doc))
+    # a name inside a row's parentheses is relative to the package the row names (`view/` (`model.py`))
+    present = {p.relative_to(package).as_posix() + ("/" if p.is_dir() else "") for p in package.rglob("*")}
+    missing = sorted(
+        name for name in named
+        if not (package / name).exists() and not (ROOT / name).exists()
+        and not any(path == name or path.endswith("/" + name) for path in present)
+    )  # fmt: skip
+    assert len(named) > 40
+    assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"

@@ -27,3 +27,7 @@ class WorkerStartError(ProgressSQLError, RuntimeError):
 class ClusterError(ProgressSQLError, RuntimeError):
     """A cluster run cannot go on: Ray is absent or unreachable, or a shard was lost more times than
     it may be retried (the message says which and why)."""
+
+
+class GenerationError(ProgressSQLError, RuntimeError):
+    """A generation backend failed (network, server, model): the run ends with its message."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -21,3 +23,14 @@ def progress_bar(label: str, *, console: Console | None = None, quiet: bool = Fa
         transient=quiet,
         disable=quiet,
     )
+
+
+def phases(progress: Progress) -> Callable[[str, int], Callable[[int], None]]:
+    """A long run's phases as bars of ``progress``: ``phase(description, total)`` adds one and returns
+    its ``advance(n)`` (the ``Phase`` callback of ``training``)."""
+
+    def phase(description: str, total: int) -> Callable[[int], None]:
+        job = progress.add_task(description, total=total)
+        return lambda n: progress.advance(job, n)
+
+    return phase

@@ -15,6 +15,8 @@ from progress_sql.types import plain
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "samples.jsonl"
 REPORT_FILE = "report.md"
+#: A training run's episode log (``rl/``, one line per scored episode).
+ROLLOUTS_FILE = "rollouts.jsonl"
 #: The three files of every run folder, in the order they are written.
 RUN_FILES: tuple[str, str, str] = (SUMMARY_FILE, RECORDS_FILE, REPORT_FILE)
 

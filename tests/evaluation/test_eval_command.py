@@ -218,13 +218,14 @@ def test_eval_needs_exactly_one_source(shop: Path, tmp_path: Path) -> None:
 
 def test_summary_round_trips_through_the_typed_loader(shop: Path, tmp_path: Path) -> None:
     from progress_sql.errors import DatasetError
-    from progress_sql.evaluation.run import EvalSummary, load_eval_run
+    from progress_sql.evaluation.run import EvalSummary
+    from progress_sql.runs.read import read_eval
 
     predictions = tmp_path / "pred.txt"
     predictions.write_text("\n".join(PREDICTIONS) + "\n")
     summary = run_eval(shop, tmp_path / "out", "--predictions", str(predictions), "--no-plots")
     assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
-    run = load_eval_run(tmp_path / "out")
+    run = read_eval(tmp_path / "out")
     assert run.summary == EvalSummary.from_dict(summary)
     assert run.summary.to_dict() == summary
     assert run.summary.settings.preset["name"] == "spider"
@@ -234,4 +235,4 @@ def test_summary_round_trips_through_the_typed_loader(shop: Path, tmp_path: Path
     (broken / "samples.jsonl").write_text("")
     (broken / "summary.json").write_text(json.dumps({"command": "audit", "settings": {}}))
     with pytest.raises(DatasetError, match="not an eval run folder"):
-        load_eval_run(broken)
+        read_eval(broken)

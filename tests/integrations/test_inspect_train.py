@@ -17,9 +17,9 @@ from progress_sql.cli import app
 from progress_sql.env import EnvConfig
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import TrlRollout
-from progress_sql.runfolder import RUN_FILES
+from progress_sql.runfolder import ROLLOUTS_FILE, RUN_FILES
 from progress_sql.training import recipe
-from progress_sql.training.rl import ROLLOUTS_FILE, episode_records
+from progress_sql.training.rl import episode_records
 from tests.integrations.test_trl_rollout import FORMAT, ScriptedGenerator, kept_ids
 from tests.suite_case import HARD_CODED, build_suite_case
 

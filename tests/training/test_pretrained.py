@@ -14,7 +14,7 @@ pytest.importorskip("trl", reason="training needs the [trl] extra")
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.training.pretrained import HeldOut, WarmStartSettings, run_real, train_top_layers
 from progress_sql.training.recipe import TrainConfig
-from progress_sql.training.report import write_report
+from progress_sql.training.report import write_train_run
 from tests.training.real_run import config_for, no_bar
 
 
@@ -46,7 +46,7 @@ def test_warm_started_run_measures_three_times_and_resumes(
     # The small style's format check: a paper-style answer (with <think>) would not be format_ok.
     assert first_turn["format_problem"] in (None, "text or blocks outside the one <sql> block", "no SQL found",
                                             "empty response", "the <sql> block is empty")  # fmt: skip
-    report = write_report(result, out).read_text()
+    report = write_train_run(result, out).read_text()
     assert "## Held-out questions: before the warm start, after it, after RL" in report
     assert "Prompt style `small`" in report
     assert "weights loaded and trained as float32" in report

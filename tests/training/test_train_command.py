@@ -14,7 +14,7 @@ pytest.importorskip("trl", reason="training needs the [trl] extra")
 from progress_sql.cli import app
 from progress_sql.prompts import CompactFormat
 from progress_sql.training.recipe import TrainConfig, embedded_data, evaluate, load_checkpoint, run_embedded
-from progress_sql.training.report import write_report
+from progress_sql.training.report import write_train_run
 from progress_sql.training.rl import RLSettings
 
 runner = CliRunner()
@@ -52,7 +52,7 @@ def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
     assert sum(detail.first_correct.values()) == detail.single.n
     assert set(detail.structural) == {"SELECT", "JOIN", "WHERE", "GROUP", "average"}
     assert set(first.rl) == {"progressive", "one-shot"}
-    report = write_report(first, out)
+    report = write_train_run(first, out)
     text = report.read_text()
     assert "EX before (%)" in text
     assert "Compared reward: `one-shot`" in text
@@ -106,7 +106,7 @@ def test_rl_keeps_the_weights_of_its_best_validation_check(tmp_path: Path) -> No
     final, tokenizer = load_checkpoint(out / "rl" / "final")
     assert evaluate(final, tokenizer, CompactFormat(), validation)["validation"].ex == pytest.approx(best, abs=1e-4)
     assert evaluate(final, tokenizer, CompactFormat(), dict(embedded_data(config).held_out)) == result.after
-    summary = json.loads(write_report(result, out).with_name("summary.json").read_text())
+    summary = json.loads(write_train_run(result, out).with_name("summary.json").read_text())
     assert summary["rl_selection"]["progressive"] == selection
     assert (summary["heldout_last_step"] is None) == (selection["chosen_step"] == 3)
     assert "EX after RL is that of the kept weights (`progressive`): step" in (out / "report.md").read_text()
@@ -185,7 +185,7 @@ def test_pretrained_model_with_a_chat_template(tmp_path: Path, music_dir: Path) 
     assert (tmp_path / "run" / "dropped.jsonl").is_file()  # the rl-default gold filter ran
     assert result.data_sizes["dropped_by_filter"] == len((tmp_path / "run" / "dropped.jsonl").read_text().splitlines())
     assert "held-out EX" in result.guard
-    assert write_report(result, tmp_path / "run").is_file()
+    assert write_train_run(result, tmp_path / "run").is_file()
 
 
 def test_rl_settings_give_the_rollouts_any_env_field() -> None:

@@ -15,6 +15,7 @@ from progress_sql.cli import app
 from progress_sql.data.tasks import load_task
 from progress_sql.env.rollout import EpisodeRecord
 from progress_sql.errors import DatasetError
+from progress_sql.data.context import CONTEXT_FILE, example_contexts
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.compare import get_preset
@@ -22,7 +23,6 @@ from progress_sql.judge.gold import GoldStore
 from progress_sql.runfolder import RunFolder
 from progress_sql.types import PREVIEW_ROWS, ExecResult, ResultPreview, plain
 from progress_sql.view import PAGE_FILE, read_run, render
-from progress_sql.view.context import CONTEXT_FILE, example_contexts
 from progress_sql.view.page import DETAIL_TYPE, unpack
 from tests.cli.test_run_folders import _audit, _eval, _questions, _rollout, answer, fake_training  # noqa: F401
 

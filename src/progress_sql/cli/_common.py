@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from progress_sql.errors import ProgressSQLError
+from progress_sql.cluster.connect import shard_workers
+from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
 from progress_sql.judge.compare import PRESETS
 from progress_sql.runfolder import RunFolder, Summary
-
-if TYPE_CHECKING:  # the cluster's runner imports Ray: only a --ray run loads it
-    from progress_sql.cluster.ray_runner import RayCluster
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -75,8 +73,8 @@ def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> Non
     def reporting_errors(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except ProgressSQLError as error:
-            fail(str(error))
+        except ProgressSQLError as error:  # its text is not markup (a message may name the [ray] extra)
+            fail(escape(str(error)))
 
     app.command(name)(reporting_errors)
 
@@ -267,7 +265,6 @@ RAY_HELP = (
     "(ray start), local starts Ray here for the run, or a cluster address (host:6379, ray://host:10001). "
     "Work is sharded by database; --workers counts processes per shard (docs/scaling.md)."
 )
-RAY_DATABASES = ("shared", "object-store")
 
 
 def ray_option() -> Any:
@@ -286,32 +283,7 @@ def ray_databases_option() -> Any:
 
 def resolve_shard_workers(workers: int, ray: str | None) -> int:
     """``--workers`` as a process count: per shard with ``--ray`` (0: one), else :func:`resolve_workers`."""
-    if ray is None:
-        return resolve_workers(workers)
-    if workers < 0:
-        fail(f"--workers must be >= 0, got {workers}")
-    return max(1, workers)
-
-
-@contextmanager
-def cluster_for(address: str | None, databases: str, workers: int) -> Iterator[RayCluster | None]:
-    """The Ray cluster of ``--ray ADDRESS`` (None without it), left when the block ends; ``workers`` is
-    ``--workers`` as given: processes per shard, each shard reserving as many CPUs (0: one)."""
-    if address is None:
-        yield None
-        return
-    if databases not in RAY_DATABASES:
-        fail(f"--ray-databases must be one of {', '.join(RAY_DATABASES)}, got {databases!r}")
-    from rich.markup import escape
-
-    from progress_sql.cluster.ray_runner import ClusterOptions, RayCluster
-    from progress_sql.errors import ClusterError
-
     try:
-        cluster = RayCluster(ClusterOptions(address, databases, max(1, workers)))  # type: ignore[arg-type]
-    except ClusterError as error:  # its text names the extra, [ray], which is not markup
-        fail(escape(str(error)))
-    try:
-        yield cluster
-    finally:
-        cluster.close()
+        return shard_workers(workers, ray, os.cpu_count() or 1)
+    except ConfigError as error:
+        fail(str(error))

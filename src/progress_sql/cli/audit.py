@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from progress_sql.cli import _common as common
+from progress_sql.cluster.connect import joined_cluster
 from progress_sql.runfolder import RunSummary
 
 #: The audit's records under the name it wrote before the common run folder (users read it).
@@ -48,7 +49,7 @@ def audit_command(
             common.fail(f"no example of {task} uses database {db!r}")
     common.prepare_out(out)
     started = time.perf_counter()
-    with common.cluster_for(ray, ray_databases, workers) as cluster:
+    with joined_cluster(ray, ray_databases, workers) as cluster:
         records = audit_examples(
             examples, [c.id for c in selected], workers=processes, timeout_s=timeout, progress=not as_json,
             cluster=cluster,

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from progress_sql.cli._common import add_command, json_option, stdout, table
-from progress_sql.evaluation.compare_runs import HEADLINE, compare
+from progress_sql.runs.compare import HEADLINE, compare
 
 
 def _fmt(value: Any) -> str:

@@ -10,22 +10,17 @@ from typing import Any
 import typer
 
 from progress_sql.backends.base import GenerationConfig
-from progress_sql.backends.openai_compat import BackendError
-from progress_sql.backends.registry import BACKENDS, make_backend
+from progress_sql.backends.registry import BACKENDS
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
-from progress_sql.data.tasks import load_task
-from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig, make_store
-from progress_sql.env.rollout import DIGITS, run_rollouts, summarize_rollouts
-from progress_sql.evaluation.run import engine_settings
-from progress_sql.execution.pool import ExecutionPool
-from progress_sql.judge.cache import GoldCache
-from progress_sql.progress import progress_bar
-from progress_sql.rewards.registry import get_reward
+from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
+from progress_sql.env.rollout import RolloutRequest, run_rollout
+from progress_sql.progress import phases, progress_bar
 from progress_sql.rewards.tasks import TaskTermsConfig
-from progress_sql.runfolder import RunSummary, basic_report
-from progress_sql.types import PREVIEW_ROWS, plain
-from progress_sql.view.context import example_contexts, write_contexts
+
+_OFFER_ASK = typer.Option(
+    False, "--offer-ask", help="Offer the <ask> action in the prompt (docs/tasks.md; always accepted)."
+)
 
 
 def rollout_command(
@@ -49,89 +44,31 @@ def rollout_command(
     workers: int = common.workers_option(),
     timeout: float = common.timeout_option("rollout"),
     backend_db: str | None = common.backend_db_option(),
-    offer_ask: bool = typer.Option(
-        False, "--offer-ask", help="Offer the <ask> action in the prompt (docs/tasks.md; always accepted)."
-    ),
+    offer_ask: bool = _OFFER_ASK,
     as_json: bool = common.json_option(),
     view: bool = common.view_option(),
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
     common.check_timeout(timeout)
-    processes = common.resolve_workers(workers)
-    examples = load_task(task, data_dir)
-    if limit is not None:
-        examples = examples[: max(0, limit)]
-    config = EnvConfig(
-        max_turns=turns,
-        preset=preset,
-        feedback=feedback,  # type: ignore[arg-type]
-        reward=reward,
-        schema_profile=schema_profile,  # type: ignore[arg-type]
-        timeout_s=timeout,
-        suite=None if suite is None else str(suite),
-        backend_db=backend_db,
+    env = EnvConfig(
+        max_turns=turns, preset=preset, feedback=feedback,  # type: ignore[arg-type]
+        reward=reward, schema_profile=schema_profile,  # type: ignore[arg-type]
+        timeout_s=timeout, suite=None if suite is None else str(suite), backend_db=backend_db,
         tasks=TaskTermsConfig(offer_ask=offer_ask),
-    )
+    )  # fmt: skip
     common.backend_engine(backend_db)
-    generation = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
-    generator = make_backend(
-        backend, base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY")
-    )
-    common.prepare_out(out)
-    with (
-        ExecutionPool(workers=processes) as pool,
-        progress_bar("rollout", console=common.stderr) as bar,
-    ):
-        job = bar.add_task("turns", total=len(examples) * turns)
-        store = make_store(config, pool=pool, cache=GoldCache())
-        try:
-            records = run_rollouts(
-                examples,
-                generator,
-                config,
-                generation,
-                pool,
-                store=store,
-                preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
-                progress=lambda n: bar.advance(job, n),
-            )
-        except BackendError as error:
-            common.fail(f"generation failed: {error}")
-        if view:  # the page's questions, gold SQL and schema excerpts; result rows are in the records: nothing runs
-            last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
-            contexts = example_contexts(examples, last, records, store.schema)
-    spec = get_reward(reward)
-    metrics = summarize_rollouts(records, turns)
-    settings = {
-        "task": task,
-        "data_dir": str(data_dir) if data_dir else None,
-        "backend": backend,
-        "model": model,
-        "turns": turns,
-        "preset": preset,
-        "feedback": feedback,
-        "schema_profile": schema_profile,
-        "suite": str(suite) if suite else None,
-        "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
-        # The terms of clarifying questions and write checks (docs/environment.md), added to every episode.
-        "task_terms": {"offer_ask": offer_ask, "config_hash": config.tasks.config_hash},
-        "generation": {"temperature": temperature, "max_tokens": max_tokens, "seed": seed},
-        "timeout_s": timeout,
-        "workers": workers or None,
-        "engine": None if backend_db is None else engine_settings(backend_db),
-    }
-    summary = RunSummary("rollout", settings, {"metrics": metrics})
-    report = basic_report(f"Rollout: {task}", summary.to_dict(), results=metrics)
-    common.write_run(out, summary, [plain(r, DIGITS) for r in records], report)
-    if view:
-        try:
-            write_contexts(out, contexts)
-        except OSError as error:
-            common.fail(f"cannot write results to {out}: {error}")
+    request = RolloutRequest(
+        task, backend, common.prepare_out(out), env,
+        GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed), data_dir=data_dir,
+        base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY"), limit=limit,
+        workers=common.resolve_workers(workers), workers_given=workers, contexts=view,
+    )  # fmt: skip
+    with progress_bar("rollout", console=common.stderr) as bar:
+        run = run_rollout(request, phases(bar))
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        typer.echo(json.dumps(run.summary.to_dict(), indent=2))
     else:
-        _print(task, metrics)
+        _print(task, run.metrics)
         common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
     common.write_view(out, view, quiet=as_json)
 

@@ -30,7 +30,7 @@ def view_command(
     if other is None:
         path = write_run_page(run, out)
     else:
-        from progress_sql.evaluation.compare_runs import compare
+        from progress_sql.runs.compare import compare
 
         for folder in (run, other):
             if not folder.is_dir():

@@ -19,6 +19,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.gold import GoldStore
 from progress_sql.prompts import Message
+from progress_sql.runfolder import RunSummary
 from progress_sql.types import TASK_KINDS, Example, ResultPreview, RewardBreakdown, TaskKind, result_previews
 
 Progress = Callable[[int], None]
@@ -149,4 +150,120 @@ def _summary(records: Sequence[EpisodeRecord], max_turns: int) -> dict[str, Any]
         ),
         "asks": sum(t.action == "ask" for r in scored for t in r.turns),
         "match_rate": round(sum(bool(r.turns and r.turns[-1].match) for r in scored) / n, 6) if n else 0.0,
+    }
+
+
+# ---- the whole run, as ``rollout`` asks for it -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRequest:
+    """One ``rollout`` run as its options give it: the task, the backend, the environment's settings
+    (``env``) and decoding, and where the run folder goes."""
+
+    task: str
+    backend: str
+    out: Path
+    env: EnvConfig
+    generation: GenerationConfig
+    data_dir: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+    replay: Path | None = None
+    api_key: str | None = None
+    limit: int | None = None
+    workers: int = 1  # processes (resolved)
+    workers_given: int = 0  # as given (0: one per core), recorded
+    #: Also write the page's contexts (questions, gold SQL, schema excerpts) for ``--view``.
+    contexts: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRun:
+    """A finished ``rollout``: its ``summary.json`` and its episode records."""
+
+    summary: RunSummary
+    records: tuple[EpisodeRecord, ...]
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return dict(self.summary.results["metrics"])
+
+
+def run_rollout(request: RolloutRequest, phase: Callable[[str, int], Progress]) -> RolloutRun:
+    """Run ``rollout``: every example's episode with the backend, then the run folder (``summary.json``,
+    ``samples.jsonl``, ``report.md``, and with ``contexts`` the page's ``examples.jsonl``). A backend
+    failure raises GenerationError; a folder that cannot be written, ConfigError."""
+    from progress_sql.backends.openai_compat import BackendError
+    from progress_sql.backends.registry import make_backend
+    from progress_sql.data.context import example_contexts, write_contexts
+    from progress_sql.data.tasks import load_task
+    from progress_sql.errors import ConfigError, GenerationError
+    from progress_sql.runfolder import RunFolder, basic_report
+    from progress_sql.types import PREVIEW_ROWS, plain
+
+    examples = load_task(request.task, request.data_dir)
+    if request.limit is not None:
+        examples = examples[: max(0, request.limit)]
+    generator = make_backend(
+        request.backend, base_url=request.base_url, model=request.model, replay=request.replay,
+        api_key=request.api_key,
+    )  # fmt: skip
+    config = request.env
+    with ExecutionPool(workers=request.workers) as pool:
+        store = make_store(config, pool=pool, cache=GoldCache())
+        try:
+            records = run_rollouts(
+                examples, generator, config, request.generation, pool, store=store,
+                preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
+                progress=phase("turns", len(examples) * config.max_turns),
+            )  # fmt: skip
+        except BackendError as error:
+            raise GenerationError(f"generation failed: {error}") from error
+        contexts = []
+        if request.contexts:  # questions, gold SQL and schema excerpts; result rows are in the records
+            last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
+            contexts = example_contexts(examples, last, records, store.schema)
+    metrics = summarize_rollouts(records, config.max_turns)
+    summary = RunSummary("rollout", rollout_settings(request), {"metrics": metrics})
+    try:
+        RunFolder(request.out).write(
+            summary, [plain(r, DIGITS) for r in records],
+            basic_report(f"Rollout: {request.task}", summary.to_dict(), results=metrics),
+        )  # fmt: skip
+        if request.contexts:
+            write_contexts(request.out, contexts)
+    except OSError as error:
+        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
+    return RolloutRun(summary, tuple(records))
+
+
+def rollout_settings(request: RolloutRequest) -> dict[str, Any]:
+    """``summary.json``'s settings of a rollout: everything that decides its numbers."""
+    from progress_sql.execution.engines import engine_settings
+    from progress_sql.rewards.registry import get_reward
+
+    config, generation = request.env, request.generation
+    spec = get_reward(config.reward)
+    return {
+        "task": request.task,
+        "data_dir": str(request.data_dir) if request.data_dir else None,
+        "backend": request.backend,
+        "model": request.model,
+        "turns": config.max_turns,
+        "preset": config.preset,
+        "feedback": config.feedback,
+        "schema_profile": config.schema_profile,
+        "suite": config.suite,
+        "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},
+        # The terms of clarifying questions and write checks (docs/environment.md), added to every episode.
+        "task_terms": {"offer_ask": config.tasks.offer_ask, "config_hash": config.tasks.config_hash},
+        "generation": {
+            "temperature": generation.temperature,
+            "max_tokens": generation.max_tokens,
+            "seed": generation.seed,
+        },
+        "timeout_s": config.timeout_s,
+        "workers": request.workers_given or None,
+        "engine": None if config.backend_db is None else engine_settings(config.backend_db),
     }

@@ -144,15 +144,30 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         for kind, block in by_kind.items():
             lines.append(f"| {kind} | {block['scored']} | {block['matched']} | {_pct(block['execution_accuracy'])} |")
     lines += _bird_section(metrics.get("bird"), settings.get("bird"))
-    odt = metrics["odt"]
-    lines += ["", f"## ODT structural mismatches ({odt['examples']} scored answers)", "", "| category | rate (%) |"]
+    lines += _odt_section(metrics["odt"]) + _left_out_section(metrics, summary.get("notes", []))
+    if plots or plot_error:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{title}]({name})" for name, title in PLOTS if name in plots]
+        if plot_error:
+            lines.append(f"Plots not drawn: {plot_error}")
+    return "\n".join(lines) + "\n"
+
+
+def _odt_section(odt: dict[str, Any]) -> list[str]:
+    """The ODT's structural mismatch rates and tags of the scored answers."""
+    lines = ["", f"## ODT structural mismatches ({odt['examples']} scored answers)", "", "| category | rate (%) |"]
     lines.append("|---|---:|")
     lines += [f"| {category} | {_pct(rate)} |" for category, rate in odt["rates"].items()]
     lines.append(f"| average of the four | {_pct(odt['average'])} |")
     lines += [f"| {category} | {_pct(rate)} |" for category, rate in odt["other_rates"].items()]
     if odt["tag_histogram"]:
         lines += ["", "Tags: " + ", ".join(f"{tag} {count}" for tag, count in odt["tag_histogram"].items())]
-    lines += ["", "## Left out", ""]
+    return lines
+
+
+def _left_out_section(metrics: dict[str, Any], notes: Sequence[str]) -> list[str]:
+    """What was not scored (absent databases, invalid golds) and the test-suite notes."""
+    lines = ["", "## Left out", ""]
     skipped = metrics["skipped_examples"]
     if skipped["count"]:
         dbs = ", ".join(f"`{db}` ({count})" for db, count in skipped["by_db_id"].items())
@@ -163,12 +178,5 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         lines += [f"  - #{item['index']} ({item['db_id']}): {item['reason']}" for item in invalid[:50]]
     if not skipped["count"] and not invalid:
         lines.append("- nothing: every example was scored.")
-    for note in summary.get("notes", []):
-        if note.startswith("test_suite"):
-            lines.append(f"- note: {note}")
-    if plots or plot_error:
-        lines += ["", "## Plots", ""]
-        lines += [f"![{title}]({name})" for name, title in PLOTS if name in plots]
-        if plot_error:
-            lines.append(f"Plots not drawn: {plot_error}")
-    return "\n".join(lines) + "\n"
+    lines += [f"- note: {note}" for note in notes if note.startswith("test_suite")]
+    return lines

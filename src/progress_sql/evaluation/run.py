@@ -7,29 +7,31 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.tasks import Task
-from progress_sql.errors import DatasetError
+from progress_sql.errors import ConfigError, GenerationError
 from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
-from progress_sql.execution.engines import engine_of
+from progress_sql.execution.engines import engine_of, engine_settings
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.judge.analysis import AnalysisPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import Preset, describe
 from progress_sql.judge.gold import GoldStore
+from progress_sql.odt.config import OdtConfig
 from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions
 from progress_sql.sql.extract import extract
 from progress_sql.testsuite.manifest import suite_lookup
-from progress_sql.types import Example, plain
+from progress_sql.types import PREVIEW_ROWS, Example, plain
 
 #: Conversations sent to a backend per call (progress is reported between calls).
 GENERATION_BATCH = 16
@@ -152,12 +154,6 @@ class EvalSummary:
         return cls(**(required | optional | {"settings": EvalSettings.from_dict(data["settings"])}))
 
 
-def engine_settings(backend_db: str) -> dict[str, str]:
-    """What a run records of its backend database: engine, SQL dialect and location, never a password."""
-    engine = engine_of(backend_db)
-    return {"engine": engine.name, "dialect": engine.dialect, "location": engine.public_location(backend_db)}
-
-
 def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -> dict[str, Any]:
     generation = inputs.generation
     if inputs.backend is None:  # a prediction file: its own number of samples, no sampling settings
@@ -252,30 +248,6 @@ def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummar
     return folder
 
 
-@dataclass(frozen=True, slots=True)
-class EvalRun:
-    """An eval run folder read back: its summary and its ``samples.jsonl`` records by example index."""
-
-    path: Path
-    summary: EvalSummary
-    samples: Mapping[int, Mapping[str, Any]]
-
-
-def load_eval_run(path: Path) -> EvalRun:
-    """Read a folder written by :func:`write_eval_run`; DatasetError says what is missing or broken."""
-    folder = RunFolder(path)
-    try:
-        summary = EvalSummary.from_dict(folder.read_summary())
-        samples = {int(s["index"]): s for s in folder.read_records()}
-    except FileNotFoundError as error:
-        raise DatasetError(f"{path} is not an eval run folder (missing {Path(error.filename).name})") from error
-    except KeyError as error:
-        raise DatasetError(f"{path} is not an eval run folder (summary.json lacks {error})") from error
-    except (OSError, ValueError) as error:
-        raise DatasetError(f"cannot read the run in {path}: {error}") from error
-    return EvalRun(path, summary, samples)
-
-
 # ---- on a cluster ---------------------------------------------------------------------------
 
 
@@ -350,3 +322,278 @@ def _evaluate_shard(settings: ShardedEval, pairs: list[tuple[Example, list[Sampl
     if settings.ves_repeats:
         records = measure_ves(examples, records, store, settings.ves_repeats)
     return ShardOutput(tuple(records), {"hits": cache.hits, "misses": cache.misses})
+
+
+# ---- the whole run, as ``eval`` asks for it ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """One ``eval`` run as its options give it: what to judge (``predictions`` or a ``backend``), on
+    which task, how, and where the run folder goes. None: the task's, the prompt style's or the
+    backend's default."""
+
+    task: str
+    out: Path
+    data_dir: Path | None = None
+    db_root: Path | None = None
+    predictions: Path | None = None
+    prediction_format: str | None = None
+    backend: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    replay: Path | None = None
+    api_key: str | None = None
+    sampling: str = "n"
+    n: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int | None = None  # None: the prompt style's
+    seed: int | None = None
+    prompt: str = "paper"
+    schema_profile: str | None = None
+    suite: Path | None = None
+    preset: str | None = None
+    keep_distinct: bool = False
+    limit: int | None = None
+    timeout_s: float = 30.0
+    workers: int = 0
+    cache_dir: Path | None = None
+    plots: bool = True
+    bird_metrics: bool | None = None
+    ves_repeats: int = 0
+    backend_db: str | None = None
+    ray: str | None = None
+    ray_databases: str = "shared"
+    #: Also write the page's contexts (questions, gold SQL, schema excerpts) for ``--view``.
+    contexts: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOutcome:
+    """A finished ``eval`` run: its summary (as written to ``summary.json``) and records."""
+
+    out: Path
+    summary: EvalSummary
+    records: tuple[EvalRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A request checked and resolved: the inputs the summary records, the examples, and the answers
+    of a prediction file (None: generate them)."""
+
+    inputs: EvalInputs
+    style: PromptStyle
+    examples: tuple[Example, ...]
+    answers: tuple[tuple[Sample, ...], ...] | None
+
+
+def _plan(request: EvalRequest) -> _Plan:
+    """Check ``request`` against itself and the task (ConfigError says what to fix) and read the task and
+    the whole prediction file before anything runs or is written."""
+    from progress_sql.data.ddl import SCHEMA_PROFILES
+    from progress_sql.data.tasks import resolve_task
+    from progress_sql.evaluation.predictions import read_predictions
+    from progress_sql.judge.compare import get_preset
+    from progress_sql.prompts import PROMPT_STYLES
+
+    given = request
+    checks = (
+        (given.sampling in ("n", "separate"), f"--sampling must be 'n' or 'separate', got {given.sampling!r}"),
+        ((given.predictions is None) != (given.backend is None),
+         "give exactly one of --predictions FILE and --backend NAME"),
+        (given.n >= 1, f"--n must be >= 1, got {given.n}"),
+        (given.ves_repeats >= 0, f"--ves-repeats must be >= 0, got {given.ves_repeats}"),
+        (given.prediction_format is None or given.predictions is not None,
+         "--format applies to --predictions FILE only"),
+        (given.prompt in PROMPT_STYLES, f"--prompt must be one of {', '.join(PROMPT_STYLES)}, got {given.prompt!r}"),
+    )  # fmt: skip
+    for holds, message in checks:
+        if not holds:
+            raise ConfigError(message)
+    style = PROMPT_STYLES[request.prompt]
+    schema_profile = request.schema_profile or style.schema_profile
+    if schema_profile not in SCHEMA_PROFILES:
+        raise ConfigError(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
+    if request.suite is not None and not request.suite.is_dir():
+        raise ConfigError(f"suite folder not found: {request.suite} (expected <db_id>/*.sqlite databases)")
+    if request.db_root is not None and not request.db_root.is_dir():
+        raise ConfigError(f"databases folder not found: {request.db_root}")
+    spec, examples = resolve_task(request.task, request.data_dir, db_root=request.db_root)
+    chosen_name = request.preset or spec.preset
+    if request.keep_distinct and chosen_name != "spider":
+        raise ConfigError("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
+    chosen = get_preset(chosen_name, **({"keep_distinct": True} if request.keep_distinct else {}))
+    with_bird = chosen.name == "bird" if request.bird_metrics is None else request.bird_metrics
+    if request.ves_repeats and not with_bird:
+        raise ConfigError("--ves-repeats measures BIRD's R-VES: use it with --preset bird or --bird-metrics")
+    loaded = None
+    if request.predictions is not None:  # the whole file against every example (counts and db_ids)
+        loaded = read_predictions(request.predictions, [e.db_id for e in examples], request.prediction_format)
+    if request.limit is not None:
+        examples = examples[: max(0, request.limit)]
+    if request.backend_db is not None and request.suite is not None:
+        raise ConfigError("--suite needs the SQLite files: it cannot be combined with --backend-db")
+    if request.backend_db is not None and request.ray is not None:
+        raise ConfigError("--ray judges on the SQLite files: it cannot be combined with --backend-db")
+    max_tokens = request.max_tokens if request.max_tokens is not None else style.max_new_tokens
+    generation = GenerationConfig(request.n, request.temperature, request.top_p, max_tokens, request.seed)
+    inputs = EvalInputs(
+        task=spec, task_argument=request.task, data_dir=request.data_dir, preset=chosen,
+        limits=ExecLimits(timeout_s=request.timeout_s), workers=request.workers, predictions=request.predictions,
+        backend=request.backend, model=request.model, generation=generation, schema_profile=schema_profile,
+        prompt=request.prompt, suite=request.suite, predictions_format=None if loaded is None else loaded.format,
+        bird_metrics=with_bird, ves_repeats=request.ves_repeats, db_root=request.db_root,
+        backend_db=request.backend_db,
+    )  # fmt: skip
+    answers = None
+    if loaded is not None:
+        answers = tuple(tuple(Sample(sql) for sql in loaded.entries[e.index].samples) for e in examples)
+    return _Plan(inputs, style, tuple(examples), answers)
+
+
+Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
+
+
+def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lambda n: None) -> EvalOutcome:
+    """Run ``eval``: generate the answers (a backend) or read them (a prediction file), judge them on this
+    machine's pools or on a Ray cluster, time R-VES when asked, and write the run folder. A bad request
+    raises ConfigError before anything runs; a backend failure raises GenerationError."""
+    import contextlib
+    import os
+    import time
+
+    from progress_sql.cluster.connect import joined_cluster, shard_workers
+
+    plan = _plan(request)
+    engine = engine_of(request.backend_db) if request.backend_db is not None else engine_of("sqlite")
+    processes = shard_workers(request.workers, request.ray, os.cpu_count() or 1)
+    started = time.perf_counter()
+    cache = GoldCache(request.cache_dir)
+    generator = None
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(joined_cluster(request.ray, request.ray_databases, request.workers))
+        if cluster is None:  # this machine's pools, started before generation as ever
+            pool = stack.enter_context(ExecutionPool(processes))
+            analysis = stack.enter_context(AnalysisPool(processes))
+        answers = plan.answers
+        if answers is None:
+            generator, answers = _generate(request, plan, engine.display_name, phase)
+        answers = tuple(items or (Sample(None),) for items in answers)
+        if cluster is not None:
+            records, gold_cache, contexts = _judge_on_cluster(request, plan, answers, cluster, processes, phase)
+        else:
+            store = GoldStore(
+                plan.inputs.preset, pool=pool, limits=plan.inputs.limits, cache=cache,
+                suite=None if request.suite is None else suite_lookup(request.suite), backend_db=request.backend_db,
+                odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name), analysis=analysis,
+            )  # fmt: skip
+            records, contexts = _judge_here(request, plan, answers, store, phase)
+            gold_cache = {"hits": cache.hits, "misses": cache.misses}
+    summary = summarize_run(
+        plan.inputs, records, gold_cache=gold_cache, elapsed_s=time.perf_counter() - started,
+        draws=None if generator is None else generator.draws,
+    )  # fmt: skip
+    try:
+        write_eval_run(request.out, records, summary, plots=request.plots)
+        if request.contexts:
+            from progress_sql.data.context import write_contexts
+
+            write_contexts(request.out, contexts)
+    except OSError as error:
+        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
+    return EvalOutcome(request.out, summary, tuple(records))
+
+
+def _generate(
+    request: EvalRequest, plan: _Plan, db_engine: str, phase: Phase
+) -> tuple[Any, tuple[tuple[Sample, ...], ...]]:
+    """The backend of ``request`` and its answers to every example whose database is present."""
+    from progress_sql.backends.registry import make_backend
+
+    generator = make_backend(
+        request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
+        api_key=request.api_key, sampling=request.sampling,
+    )  # fmt: skip
+    present = sum(Path(e.db_path).is_file() for e in plan.examples)
+    advance = phase(f"generating with {request.backend}", present)
+    try:
+        samples = generate_samples(
+            plan.examples, generator, plan.inputs.generation, cast(SchemaProfile, plan.inputs.schema_profile), advance,
+            db_engine=db_engine, style=plan.style,
+        )  # fmt: skip
+    except Exception as error:  # a backend failure (network, model) ends the run with its message
+        raise GenerationError(f"generation failed: {type(error).__name__}: {error}") from error
+    return generator, tuple(tuple(items) for items in samples)
+
+
+def _judge_on_cluster(
+    request: EvalRequest,
+    plan: _Plan,
+    answers: Sequence[Sequence[Sample]],
+    cluster: ShardRunner,
+    processes: int,
+    phase: Phase,
+) -> tuple[list[EvalRecord], dict[str, int], list[Any]]:
+    """Judged on the cluster's nodes, shard by shard (progress: examples); the page's contexts are read
+    here (nothing runs)."""
+    inputs = plan.inputs
+    sharded = ShardedEval(
+        inputs.preset, inputs.limits, processes, None if request.cache_dir is None else str(request.cache_dir),
+        None if request.suite is None else str(request.suite), inputs.task.breakdown, inputs.bird_metrics,
+        inputs.ves_repeats, PREVIEW_ROWS,
+    )  # fmt: skip
+    advance = phase(f"{inputs.preset.name} on {inputs.task.name}, on Ray", len(plan.examples))
+    records, gold_cache = evaluate_on_cluster(plan.examples, answers, sharded, cluster, advance)
+    contexts: list[Any] = []
+    if request.contexts:
+        import functools
+
+        from progress_sql.data.context import example_contexts
+        from progress_sql.data.schema import read_schema
+
+        schema_of = functools.cache(read_schema)  # each database's schema read once
+        contexts = example_contexts(plan.examples, {r.index: r.sql for r in records}, records, schema_of)
+    return records, gold_cache, contexts
+
+
+def _judge_here(
+    request: EvalRequest, plan: _Plan, answers: Sequence[Sequence[Sample]], store: GoldStore, phase: Phase
+) -> tuple[list[EvalRecord], list[Any]]:
+    """Judged with ``store`` on this machine's pools, then R-VES timing when asked; the page's contexts
+    come from the store (result rows are in the records: nothing runs)."""
+    inputs = plan.inputs
+    present = sum(Path(e.db_path).is_file() for e in plan.examples)
+    total = present * (1 + inputs.generation.n)
+    advance = _counted(phase(f"{inputs.preset.name} on {inputs.task.name}", total))
+    records = evaluate(
+        plan.examples, answers, store, breakdown=inputs.task.breakdown, progress=advance,
+        with_soft_f1=inputs.bird_metrics,
+        preview_rows=PREVIEW_ROWS,  # the first rows of both results, kept in samples.jsonl for reading
+    )  # fmt: skip
+    advance(max(0, total - advance.done))  # the bar full: skipped examples have no queries
+    if inputs.ves_repeats:
+        from progress_sql.evaluation.ves import measure_ves
+
+        timed = sum(r.status == "scored" and r.match for r in records)
+        advance = _counted(phase(f"R-VES timing ({inputs.ves_repeats} repeats)", 2 * inputs.ves_repeats * timed))
+        records = measure_ves(plan.examples, records, store, inputs.ves_repeats, advance)
+    contexts: list[Any] = []
+    if request.contexts:
+        from progress_sql.data.context import example_contexts
+
+        contexts = example_contexts(plan.examples, {r.index: r.sql for r in records}, records, store.schema)
+    return records, contexts
+
+
+class _counted:  # noqa: N801 - used as a function
+    """An ``advance(n)`` callback that also counts what it was told."""
+
+    def __init__(self, advance: Callable[[int], None]) -> None:
+        self.advance = advance
+        self.done = 0
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        self.advance(n)

@@ -404,3 +404,75 @@ _PORTERS: dict[str, Callable[[Path, str, str, str], DatabasePort]] = {
     "postgresql": _port_postgres,
     "duckdb": _port_duckdb,
 }
+
+
+# ---- the whole run, as ``port-db`` asks for it ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PortRun:
+    """Ported databases and the run's numbers (``summary.json``'s results)."""
+
+    ported: tuple[DatabasePort, ...]
+    results: dict[str, Any]
+
+    @property
+    def failed(self) -> list[str]:
+        """The databases whose copy does not match its source."""
+        return [p.db_id for p in self.ported if not p.verified]
+
+
+def port_databases(
+    files: Sequence[tuple[str, Path]], to: str, *, reader: str, out: Path, settings: dict[str, Any],
+    on_done: Callable[[str], None] = lambda db_id: None,
+) -> PortRun:  # fmt: skip
+    """Port every ``(db_id, sqlite path)`` of ``files`` to ``to`` and write the run folder (``out``: a
+    ``samples.jsonl`` row per column, its mapping). A missing driver or a refusal raises ConfigError."""
+    import time
+    from dataclasses import asdict
+
+    from progress_sql.errors import ProgressSQLError
+    from progress_sql.execution.engines import public_location
+    from progress_sql.runfolder import RunFolder, RunSummary, basic_report
+
+    started = time.perf_counter()
+    ported: list[DatabasePort] = []
+    for db_id, path in files:
+        try:
+            ported.append(port_database(path, to, db_id, reader=reader))
+        except ImportError as error:
+            raise ConfigError(
+                f"port-db needs the [engines] extra (pip install 'progress-sql[engines]'): {error}"
+            ) from error
+        except ProgressSQLError:
+            raise
+        except Exception as error:  # the server's or the file system's refusal, with its message
+            raise ConfigError(
+                f"cannot port {db_id} to {public_location(to)}: {type(error).__name__}: {error}"
+            ) from error
+        on_done(db_id)
+    failed = [p.db_id for p in ported if not p.verified]
+    results = {
+        "databases": len(ported),
+        "verified": len(ported) - len(failed),
+        "not_verified": failed,
+        "tables": sum(len(p.tables) for p in ported),
+        "rows": sum(t.rows for p in ported for t in p.tables),
+        "converted_columns": sum(1 for p in ported for c in p.columns if c.note),
+        "locations": {p.db_id: public_location(p.location) for p in ported},
+        "query_as": None if not to.startswith(("postgresql://", "postgres://")) else reader_location(to, reader),
+        "elapsed_s": round(time.perf_counter() - started, 2),
+    }
+    summary = RunSummary("port-db", settings, results)
+    records = [
+        {"db_id": p.db_id, **asdict(c), "rows": next(t.rows for t in p.tables if t.table == c.table)}
+        for p in ported
+        for c in p.columns
+    ]
+    notes = [f"{c.table}.{c.column} ({c.declared or 'untyped'}, stores {'/'.join(c.stored)}) -> "
+             f"{c.target_type}: {c.note}" for p in ported for c in p.columns if c.note]  # fmt: skip
+    try:
+        RunFolder(out).write(summary, records, basic_report("port-db", summary.to_dict(), results=results, notes=notes))
+    except OSError as error:
+        raise ConfigError(f"cannot write results to {out}: {error}") from error
+    return PortRun(tuple(ported), results)

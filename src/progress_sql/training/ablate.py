@@ -33,6 +33,7 @@ from progress_sql.prompts import CompactFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.ablations import get_ablation
 from progress_sql.rewards.progressive import ProgressiveConfig
+from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.recipe import EMBEDDED_RL, SFT_STEPS, SFT_TARGET, Phase, TrainConfig
 from progress_sql.training.rl import RLSettings
@@ -635,16 +636,106 @@ __all__ = [
     "ARMS",
     "DEFAULT_ARMS",
     "AblateConfig",
+    "AblateRequest",
     "AblateResult",
+    "AblateRun",
     "Arm",
     "ArmRow",
     "ArmRun",
     "Measured",
+    "ablate_config",
     "arm_names",
     "get_arm",
     "records",
     "report",
     "run_ablate",
+    "run_ablation",
     "summary",
     "table",
 ]
+
+
+# ---- the whole run, as ``ablate`` asks for it -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AblateRequest:
+    """One ``ablate`` run as its options give it; None: the run's own default (the embedded default's,
+    or with ``recipe`` / ``model`` a real model's recipe)."""
+
+    out: Path = Path("runs/ablate")
+    seeds: int = 1
+    arms: str | None = None  # comma-separated arm names; None: DEFAULT_ARMS
+    steps: int | None = None
+    lr: float | None = None
+    per_device_batch: int | None = None
+    quick: bool = False
+    threads: int | None = None
+    recipe: str | None = None
+    model: str | None = None
+    data_dir: Path | None = None
+    sft_steps: int | None = None
+    heldout_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AblateRun:
+    """A finished ablation: its configuration, result and ``summary.json``."""
+
+    config: AblateConfig
+    result: AblateResult
+    summary: RunSummary
+
+
+def ablate_config(request: AblateRequest) -> AblateConfig:
+    """The ablation's configuration (ConfigError for options that do not fit the run)."""
+    chosen = arm_names(request.arms) if request.arms else DEFAULT_ARMS
+    rl_given: dict[str, Any] = {"steps": request.steps, "learning_rate": request.lr,
+                                "per_device_batch": request.per_device_batch}  # fmt: skip
+    if request.recipe is None and request.model is None:
+        if request.data_dir is not None or request.sft_steps is not None or request.heldout_size is not None:
+            raise ConfigError(
+                "--data-dir, --sft-steps and --heldout-size are a recipe's: use them with --recipe or --model"
+            )
+        build = AblateConfig.quick if request.quick else AblateConfig
+        config = build(request.out, seeds=request.seeds, arms=chosen, threads=request.threads or 1)
+        return replace(config, rl=replace(config.rl, **{k: v for k, v in rl_given.items() if v is not None}))
+    from progress_sql.training.pretrained import recipe, recipe_config, recipe_for_model
+
+    if request.quick:
+        raise ConfigError("--quick is the embedded default's reduced run: use --steps, --sft-steps and --heldout-size")
+    real_recipe = recipe(request.recipe) if request.recipe is not None else recipe_for_model(request.model or "")
+    if request.data_dir is None:
+        raise ConfigError(f"the recipe {real_recipe.name} needs --data-dir (its task {real_recipe.task}'s folder)")
+    real = recipe_config(
+        real_recipe, out=request.out, data_dir=request.data_dir, model=request.model, rl=rl_given,
+        warm_start_steps=request.sft_steps, heldout_size=request.heldout_size, threads=request.threads,
+    )  # fmt: skip
+    return AblateConfig(out=request.out, seeds=request.seeds, arms=chosen, real=real, real_task=real_recipe.task,
+                        data_dir=request.data_dir)  # fmt: skip
+
+
+def run_ablation(request: AblateRequest, phase: Phase) -> AblateRun:
+    """Run ``ablate`` (:func:`run_ablate`) and write its run folder once: ``summary.json`` with the
+    settings, ``samples.jsonl`` (one record per arm and seed), ``report.md`` and the plot."""
+    config = ablate_config(request)
+    try:  # before the work starts, so that a bad path fails at once
+        RunFolder(request.out).create()
+    except OSError as error:
+        raise ConfigError(f"cannot create {request.out}: {error}") from error
+    result = run_ablate(config, phase)
+    rl = config.base_rl
+    settings = {
+        "seeds": request.seeds, "arms": list(config.arms), "steps": rl.steps, "quick": request.quick,
+        "threads": config.threads if config.real is None else config.real.threads,
+        "recipe": request.recipe, "model": None if config.real is None else config.real.model,
+        "sft_steps": config.warm_start_steps, "prompts_per_step": rl.prompts_per_step,
+        "generations": rl.generations, "lr": rl.learning_rate, "temperature": rl.temperature, "turns": rl.turns,
+        "per_device_batch": rl.per_device_batch,
+    }  # fmt: skip
+    run = RunSummary("ablate", settings, summary(result))
+    try:
+        RunFolder(request.out).write(run, records(result), report(result, run.to_dict(), request.out))
+    except OSError as error:
+        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
+    return AblateRun(config, result, run)

@@ -574,34 +574,12 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     import torch
 
     from progress_sql.backends.hf import load_tokenizer
-    from progress_sql.data.leakage import check_leakage
-    from progress_sql.data.tasks import load_task
     from progress_sql.models import load_causal_lm, resolve_model
 
     configure_threads(config.threads)
     started = time.perf_counter()
-
-    examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
-    if len(examples) < 2:
-        raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
-    decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
-        [(task, e) for e in examples],
-        allow=config.allow_eval_overlap,
-        eval_data_dirs=config.eval_data_dirs,
-        extra_folders=[data_dir] if data_dir is not None else [],
-    )
-    resolve_model(config.model)  # a bad --model fails before anything heavy (after the instant leakage guard)
-    held_out = {"heldout": examples[::10]}
     out = config.out
-    write_config(config, out)
-    candidates = [e for i, e in enumerate(examples) if i % 10]
-    advance = phase(f"gold audit (filter {config.data_filter})", 1)
-    train = filter_training_examples(candidates, config.data_filter, out)
-    advance(1)
-    if not train:
-        raise DatasetError(
-            f"{task}: the filter {config.data_filter!r} dropped every training example (see dropped.jsonl)"
-        )
+    train, held_out, dropped, decision = _task_data(config, task, data_dir, phase)
     resolved = resolve_model(config.model)
     tokenizer = load_tokenizer(resolved)
     model = load_causal_lm(resolved)  # fp32: the optimizer's master weights
@@ -613,11 +591,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
         model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
     style = prompt_style(config.prompt)
     fmt: ConversationFormat = ChatTemplateFormat(tokenizer, style) if tokenizer.chat_template else CompactFormat()
-    sizes = {
-        "train": len(train),
-        "dropped_by_filter": len(candidates) - len(train),
-        "heldout": len(held_out["heldout"]),
-    }
+    sizes = {"train": len(train), "dropped_by_filter": dropped, "heldout": len(held_out["heldout"])}
     result = RunResult(config, data_sizes=sizes, leakage=decision.to_dict())
     # one example per prompt text, as in rl_prompts
     prompts = list(
@@ -648,15 +622,51 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     advance = phase("EX after RL", 1)
     result.after = evaluate(model, tokenizer, fmt, held_out)
     advance(1)
-    before, after = result.before["heldout"], result.after["heldout"]
+    result.guard = _guard(config, result.before["heldout"], result.after["heldout"])
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _task_data(
+    config: TrainConfig, task: str, data_dir: Path | None, phase: Phase
+) -> tuple[list[Example], dict[str, list[Example]], int, Any]:
+    """A ``--task`` run's data: the training examples (every tenth held out, the rest through the
+    leakage guard and the gold-audit filter), the held-out set, how many the filter dropped, and the
+    guard's decision. ``config.json`` is written once the model name resolves."""
+    from progress_sql.data.leakage import check_leakage
+    from progress_sql.data.tasks import load_task
+    from progress_sql.models import resolve_model
+
+    examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
+    if len(examples) < 2:
+        raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
+    decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
+        [(task, e) for e in examples],
+        allow=config.allow_eval_overlap,
+        eval_data_dirs=config.eval_data_dirs,
+        extra_folders=[data_dir] if data_dir is not None else [],
+    )
+    resolve_model(config.model)  # a bad --model fails before anything heavy (after the instant leakage guard)
+    write_config(config, config.out)
+    candidates = [e for i, e in enumerate(examples) if i % 10]
+    advance = phase(f"gold audit (filter {config.data_filter})", 1)
+    train = filter_training_examples(candidates, config.data_filter, config.out)
+    advance(1)
+    if not train:
+        raise DatasetError(
+            f"{task}: the filter {config.data_filter!r} dropped every training example (see dropped.jsonl)"
+        )
+    return train, {"heldout": examples[::10]}, len(candidates) - len(train), decision
+
+
+def _guard(config: TrainConfig, before: Accuracy, after: Accuracy) -> str:
+    """The run's verdict on held-out EX: lowered by more than two standard errors, or kept."""
     lowered = after.ex < before.ex - 2 * before.standard_error
-    result.guard = (
+    return (
         f"held-out EX {100 * before.ex:.1f}% -> {100 * after.ex:.1f}% "
         f"(2 SE = {200 * before.standard_error:.1f} points): "
         + (f"RL lowered EX; keep the original model {config.model}" if lowered else "the RL model is in rl/final")
     )
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 def filter_training_examples(examples: Sequence[Example], name: str, out: Path) -> list[Example]:

@@ -1,16 +1,17 @@
-"""The run report: ``report.md``, ``summary.json`` and PNG plots (the paper's Figure 4 and 3(a) views)."""
+"""The run folder of ``train``: ``report.md``, ``summary.json``, ``samples.jsonl`` and PNG plots (the
+paper's Figure 4 and 3(a) views)."""
 
 from __future__ import annotations
 
-import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from progress_sql.evaluation.stats import Accuracy, PairedChange
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
+from progress_sql.runfolder import RunFolder, RunSummary
 from progress_sql.training.recipe import RunResult, heldout_change, template_set
 
 CURVES = (
@@ -287,11 +288,24 @@ def _share_words(share: float) -> str:
     return "half" if share == 0.5 else f"{100 * share:.0f}%"
 
 
-def write_report(result: RunResult, out: Path) -> Path:
-    """Write summary.json, the plots and report.md into ``out``; returns the report's path."""
-    data = summary(result)
-    (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    plots: list[str] = []
+def train_summary(result: RunResult, settings: Mapping[str, Any]) -> RunSummary:
+    """``summary.json`` of a run: the command's ``settings`` and versions, then :func:`summary`'s numbers
+    (and the leakage guard's findings, if any)."""
+    return RunSummary("train", settings, summary(result) | ({"leakage": result.leakage} if result.leakage else {}))
+
+
+def write_train_run(result: RunResult, out: Path, run: RunSummary | None = None) -> Path:
+    """Write the run folder once: ``summary.json`` (``run``; without one, no settings), ``samples.jsonl``
+    (every logged RL step of every reward's run, ``run_reward`` naming it), the plots and ``report.md``;
+    returns the report's path."""
+    folder = RunFolder(out)
+    folder.write_summary(run or train_summary(result, {}))
+    folder.write_records({"run_reward": reward, **step} for reward, rl in result.rl.items() for step in rl.metrics)
+    return folder.write_report(render_report(result, summary(result), write_plots(result, out)))
+
+
+def write_plots(result: RunResult, out: Path) -> list[str]:
+    """The run's PNG plots in ``out``: their file names, or one note saying why there are none."""
     runs = {reward: run.metrics for reward, run in result.rl.items()}
     try:
         training_curves(runs, CURVES, out / "training_curves.png", "RL training (per step)")
@@ -302,9 +316,14 @@ def write_report(result: RunResult, out: Path) -> Path:
             for name, acc in result.before.items()
         }  # fmt: skip
         accuracy_bars(groups, out / "ex_before_after.png", "held-out execution accuracy (greedy, single turn)")
-        plots = ["training_curves.png", "reward_components.png", "ex_before_after.png"]
     except PlottingUnavailableError as error:
-        plots = [f"(no plots: {error})"]
+        return [f"(no plots: {error})"]
+    return ["training_curves.png", "reward_components.png", "ex_before_after.png"]
+
+
+def render_report(result: RunResult, data: dict[str, Any], plots: Sequence[str]) -> str:
+    """``report.md``: the run's settings, data, warm start, EX before and after RL, RL and the plots
+    (``data``: :func:`summary`)."""
     config = result.config
     lines = [
         "# progress-sql train: run report",
@@ -378,21 +397,25 @@ def write_report(result: RunResult, out: Path) -> Path:
         *(f"![{p}]({p})" for p in plots),
         "",
     ]
-    if result.compare_after:
-        lines += [
-            f"## Compared reward: `{config.compare_reward}`",
-            "",
-            "Same data, seed, supervised checkpoint and number of steps; only the reward differs.",
-            "",
-            "| held-out set | n | EX after, " + config.rl.reward + " | EX after, " + str(config.compare_reward) + " |",
-            "|---|---:|---:|---:|",
-            *(
-                f"| {name} | {acc.n} | {100 * acc.ex:.1f} | {100 * result.compare_after[name].ex:.1f} |"
-                for name, acc in result.after.items()
-                if name in result.compare_after
-            ),
-            "",
-        ]
-    path = out / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return "\n".join(lines + _compared_lines(result))
+
+
+def _compared_lines(result: RunResult) -> list[str]:
+    """The ``--compare-reward`` section: EX after RL with each reward (nothing without one)."""
+    if not result.compare_after:
+        return []
+    config = result.config
+    return [
+        f"## Compared reward: `{config.compare_reward}`",
+        "",
+        "Same data, seed, supervised checkpoint and number of steps; only the reward differs.",
+        "",
+        "| held-out set | n | EX after, " + config.rl.reward + " | EX after, " + str(config.compare_reward) + " |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {acc.n} | {100 * acc.ex:.1f} | {100 * result.compare_after[name].ex:.1f} |"
+            for name, acc in result.after.items()
+            if name in result.compare_after
+        ),
+        "",
+    ]

@@ -36,6 +36,7 @@ from progress_sql.integrations.trl import (
 )
 from progress_sql.prompts import ConversationFormat
 from progress_sql.rewards.registry import get_reward
+from progress_sql.runfolder import ROLLOUTS_FILE
 from progress_sql.types import Example, plain
 
 #: The environment settings that :class:`RLSettings` sets under its own names.
@@ -231,7 +232,6 @@ def late_by_first_correct_turn(components: Sequence[Mapping[str, float]], k_star
 
 #: The RL phase's episode log beside ``metrics.jsonl`` (one line per trajectory; ``progress-sql inspect``
 #: reads it). Processes other than the main one write ``rollouts-rank<r>.jsonl``.
-ROLLOUTS_FILE = "rollouts.jsonl"
 
 
 def rollout_log_path(out: Path, rank: int = 0) -> Path:

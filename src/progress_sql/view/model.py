@@ -9,17 +9,17 @@ what is missing."""
 from __future__ import annotations
 
 import base64
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from progress_sql.data.context import CONTEXT_FILE
 from progress_sql.errors import DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.runfolder import RECORDS_FILE, REPORT_FILE, SUMMARY_FILE
-from progress_sql.view.context import CONTEXT_FILE
+from progress_sql.runs.read import read_jsonl, read_summary
 
 #: The page data's layout version (the page's script checks it).
 DATA_VERSION = 1
@@ -92,46 +92,6 @@ class Page:
 # ---- reading files -------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing") from error
-    except (OSError, ValueError) as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
-
-
-def _read_jsonl(path: Path, *, required: bool = True) -> list[dict[str, Any]] | None:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as error:
-        if not required:
-            return None
-        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing") from error
-    except OSError as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
-    try:
-        return [json.loads(line) for line in lines if line.strip()]
-    except ValueError as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
-
-
-def read_summary(run: Path) -> dict[str, Any]:
-    """``summary.json`` of a run folder; DatasetError when it is absent or older than the layout."""
-    if not run.is_dir():
-        raise DatasetError(f"run folder not found: {run}")
-    data = _read_json(run / SUMMARY_FILE)
-    if not isinstance(data, dict):
-        raise DatasetError(f"{run / SUMMARY_FILE} is not a JSON object")
-    missing = [key for key in ("command", "settings", "versions") if key not in data]
-    if missing:
-        raise DatasetError(
-            f"{run / SUMMARY_FILE} lacks {', '.join(missing)}: the folder was written by an older progress-sql "
-            "(before every command wrote summary.json with command, settings and versions); run the command again"
-        )
-    return data
-
-
 def _require(summary: Mapping[str, Any], run: Path, *keys: str) -> None:
     missing = [key for key in keys if key not in summary]
     if missing:
@@ -184,7 +144,7 @@ def _search_text(*parts: Any) -> str:
 def _contexts(run: Path, notes: list[str], schemas: dict[str, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """The example contexts by index, each with its schema excerpt as table names (the columns go
     into ``schemas`` once per database) and without what its record holds (index, predicted SQL)."""
-    rows = _read_jsonl(run / CONTEXT_FILE, required=False)
+    rows = read_jsonl(run / CONTEXT_FILE, required=False)
     if rows is None:
         notes.append(
             f"{CONTEXT_FILE} is missing (a run without the page, or from an older progress-sql): the questions, "
@@ -206,7 +166,7 @@ def _contexts(run: Path, notes: list[str], schemas: dict[str, dict[str, Any]]) -
 def _eval_page(run: Path, summary: dict[str, Any]) -> Page:
     _require(summary, run, "metrics")
     metrics = summary["metrics"]
-    records = _read_jsonl(run / RECORDS_FILE) or []
+    records = read_jsonl(run / RECORDS_FILE) or []
     notes: list[str] = list(summary.get("notes") or [])
     schemas: dict[str, dict[str, Any]] = {}
     contexts = _contexts(run, notes, schemas)
@@ -276,7 +236,7 @@ def _task_name(summary: Mapping[str, Any]) -> str:
 def _rollout_page(run: Path, summary: dict[str, Any]) -> Page:
     _require(summary, run, "metrics")
     metrics = summary["metrics"]
-    records = _read_jsonl(run / RECORDS_FILE) or []
+    records = read_jsonl(run / RECORDS_FILE) or []
     notes: list[str] = []
     schemas: dict[str, dict[str, Any]] = {}
     contexts = _contexts(run, notes, schemas)
@@ -328,7 +288,7 @@ def _without_reward_copy(turn: Mapping[str, Any], reward: Mapping[str, Any]) -> 
 
 
 def _train_page(run: Path, summary: dict[str, Any]) -> Page:
-    records = _read_jsonl(run / RECORDS_FILE) or []
+    records = read_jsonl(run / RECORDS_FILE) or []
     heldout = summary.get("heldout") or {}
     headline: list[Metric] = []
     if heldout:
@@ -387,7 +347,7 @@ def _short(value: Any) -> str:
 
 def _audit_page(run: Path, summary: dict[str, Any]) -> Page:
     _require(summary, run, "examples", "checks")
-    records = _read_jsonl(run / RECORDS_FILE) or []
+    records = read_jsonl(run / RECORDS_FILE) or []
     checks: Mapping[str, Any] = summary["checks"]
     n = summary.get("examples")
     headline = [
@@ -427,7 +387,7 @@ def _audit_page(run: Path, summary: dict[str, Any]) -> Page:
 
 def _ablate_page(run: Path, summary: dict[str, Any]) -> Page:
     _require(summary, run, "arms")
-    records = _read_jsonl(run / RECORDS_FILE) or []
+    records = read_jsonl(run / RECORDS_FILE) or []
     headline = [Metric(f"EX {row.get('arm')}", row.get("ex"), row.get("n"), row.get("se")) for row in summary["arms"]]
     for seed, warm in (summary.get("warm_start") or {}).items():
         headline.append(Metric(f"warm start EX (seed {seed})", warm.get("ex"), warm.get("n"), warm.get("se")))

@@ -76,6 +76,13 @@ __all__ = [
     "EngineRunner",
     "EngineRunners",
     "engine_of",
+    "engine_settings",
     "locate",
     "public_location",
 ]
+
+
+def engine_settings(backend_db: str) -> dict[str, str]:
+    """What a run records of its backend database: engine, SQL dialect and location, never a password."""
+    engine = engine_of(backend_db)
+    return {"engine": engine.name, "dialect": engine.dialect, "location": engine.public_location(backend_db)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from progress_sql.evaluation.run import load_eval_run
+from progress_sql.runs.read import read_eval
 
 HEADLINE: tuple[tuple[str, str], ...] = (
     ("execution_accuracy", "EX"),
@@ -23,7 +23,7 @@ BIRD_HEADLINE: tuple[tuple[str, str], ...] = (("ex", "BIRD EX"), ("soft_f1", "So
 
 def compare(a: Path, b: Path) -> dict[str, Any]:
     """The comparison of two run folders as a JSON-ready dict (DatasetError: not an eval run folder)."""
-    run_a, run_b = load_eval_run(a), load_eval_run(b)
+    run_a, run_b = read_eval(a), read_eval(b)
     samples_a, samples_b = run_a.samples, run_b.samples
     metrics_a, metrics_b = run_a.summary.metrics, run_b.summary.metrics
 
