@@ -12,9 +12,10 @@ from typing import Any, Literal
 from progress_sql.evaluation.bird import soft_f1
 from progress_sql.evaluation.voting import is_valid, majority_vote
 from progress_sql.judge.gold import GoldStore, PreparedGold
+from progress_sql.judge.kinds import kind_rules
 from progress_sql.odt.records import Diagnosis
 from progress_sql.odt.tags import Finding
-from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, Verdict, result_previews
+from progress_sql.types import Example, ExecResult, Hardness, ResultPreview, result_previews
 
 Progress = Callable[[int], None]  # advance by n finished executions
 
@@ -218,8 +219,7 @@ def _judge_example(
                           match=False)  # fmt: skip
     verdicts = [None if r is None else store.judgement(example, gold.results, r).verdict for r in results]
     # A write's result is its checks: vote by which checks passed (the first sample among equals).
-    vote = majority_vote(example.gold_sql, results if example.write is None else _check_results(verdicts),
-                         store.preset)  # fmt: skip
+    vote = majority_vote(example.gold_sql, kind_rules(example).vote_results(results, verdicts), store.preset)
     chosen = vote.chosen if vote.chosen is not None else 0
     if diagnosis is None:  # not diagnosed in the analysis processes (a vote, or none): the parser loads here
         from progress_sql.odt.diagnosis import diagnose
@@ -245,11 +245,6 @@ def _judge_example(
         findings=diagnosis.findings,
         f_struct=round(diagnosis.f_struct, 6),
     )
-
-
-def _check_results(verdicts: Sequence[Verdict | None]) -> list[ExecResult | None]:
-    """Stand-in results for voting over write samples: one row, the verdict's reason (the checks passed)."""
-    return [None if v is None else ExecResult("ok", ("checks",), ((v.reason,),)) for v in verdicts]
 
 
 def _soft_f1(record: EvalRecord, results: Sequence[ExecResult | None], gold: PreparedGold) -> float | None:

@@ -22,11 +22,10 @@ from progress_sql.execution.engines import engine_of, locate
 from progress_sql.execution.executor import DEFAULT_LIMITS, ExecLimits
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.execution.write import write_job
 from progress_sql.judge.analysis import AnalysisPool, prepare_reference
 from progress_sql.judge.cache import GoldCache, cache_key
-from progress_sql.judge.compare import Preset, describe, judge
-from progress_sql.judge.write import judge_write, write_gold_problem
+from progress_sql.judge.compare import Preset, describe
+from progress_sql.judge.kinds import gold_problem, kind_rules
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.records import GoldReference
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
@@ -152,15 +151,6 @@ def gold_results(
         cache.put(key, result)
         found[key] = result
     return [tuple(found[key] for key, _, _ in entries) for entries in keyed]
-
-
-def gold_problem(results: Sequence[ExecResult]) -> str | None:
-    """Why gold results cannot be judged against (None when they can)."""
-    main = results[0]
-    if main.status == "ok" and not main.truncated:
-        return None
-    problem = "exceeds the row cap" if main.truncated else f"{main.status}: {main.error}"
-    return f"the gold query {problem}"
 
 
 @cache
@@ -316,7 +306,7 @@ class GoldStore(Closing):
     ) -> list[tuple[ExecResult, ...]]:
         """Only the gold results (no ODT reference), in one batch: for suite databases. A write
         task's gold result is its reference script's outcome (execution/write.py), run on a copy."""
-        reads = [e for e in examples if e.write is None]
+        reads = [e for e in examples if not kind_rules(e).scripted]
         read = iter(
             gold_results(
                 reads,
@@ -330,10 +320,11 @@ class GoldStore(Closing):
                 types_of=self.column_types,
             )
         )
-        jobs = [write_job(e.db_path, e.gold_sql, e.write, self.limits) for e in examples if e.write is not None]
+        # a scripted gold (a write task's reference script) runs on a copy, as its answers do
+        jobs = [self.answer_job(e, e.gold_sql) for e in examples if kind_rules(e).scripted]
         tick = (lambda _i, _r: progress(1)) if progress and jobs else None
         written = iter(self.pool.run_many(jobs, on_result=tick) if jobs else [])
-        return [next(read) if e.write is None else (next(written),) for e in examples]
+        return [(next(written),) if kind_rules(e).scripted else next(read) for e in examples]
 
     def _build(
         self,
@@ -349,7 +340,7 @@ class GoldStore(Closing):
             from progress_sql.sql.hardness import hardness
 
             level = hardness(example.gold_sql)
-        problem = gold_problem(results) if example.write is None else write_gold_problem(example.write, results[0])
+        problem = kind_rules(example).gold_problem(example, results)
         return PreparedGold(results, reference, level, problem)
 
     def gold_sql(self, example: Example) -> str:
@@ -422,9 +413,7 @@ class GoldStore(Closing):
         """The job that runs an answer: a write task's script on a copy of its SQLite file with the
         task's probes (execution/write.py), else the preset's rewrite of the SQL where the example's
         queries run (:meth:`location`)."""
-        if example.write is not None:
-            return write_job(example.db_path, sql, example.write, self.limits)
-        return ExecJob(self.location(example), self.preset.prepare_pred(sql), self.limits)
+        return kind_rules(example).answer_job(example, sql, self.location(example), self.preset, self.limits)
 
     def gold_job(self, example: Example) -> ExecJob:
         """The job that runs the example's gold query where its answers run (R-VES times it beside them)."""
@@ -446,10 +435,8 @@ class GoldStore(Closing):
     def judgement(self, example: Example, gold: Sequence[ExecResult], result: ExecResult) -> Judgement:
         """Judge an answer's ``result`` against the example's ``gold`` results: under the store's preset,
         or for a write task by its checks (match = every check passed). No suite check."""
-        if example.write is not None:
-            written = judge_write(example.write, gold[0], result)
-            return Judgement(result, written.verdict, (written.passed, written.total))
-        return Judgement(result, judge(self.preset, example.gold_sql, gold, result))
+        verdict, checks = kind_rules(example).verdict(example, self.preset, gold, result)
+        return Judgement(result, verdict, checks)
 
     def judge_many(
         self, examples: Sequence[Example], answers: Sequence[str | None], progress: Progress | None = None
@@ -502,7 +489,7 @@ class GoldStore(Closing):
     def suite_databases(self, example: Example) -> Sequence[str] | None:
         """The suite databases of the example's gold (see :data:`SuiteLookup`); None without a suite
         and for write tasks (their checks are their test cases)."""
-        return None if self.suite is None or example.write is not None else self.suite(example)
+        return None if self.suite is None or not kind_rules(example).suite else self.suite(example)
 
     # -- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:
