@@ -15,7 +15,7 @@ pytest.importorskip("trl", reason="training needs the [trl] extra")
 from progress_sql.cli import app
 from progress_sql.errors import ConfigError
 from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward
-from progress_sql.training.ablate import (
+from progress_sql.studies.ablate import (
     ARMS,
     DEFAULT_ARMS,
     DONE_MARKER,
@@ -194,7 +194,7 @@ def test_real_model_ablation_shares_one_warm_start(
 ) -> None:
     """A recipe's ablation (``ablate --recipe``): one warm start per seed, every arm from it, measured on
     the recipe's held-out questions (paired), the base model's measurement kept, and a rerun resumed."""
-    from progress_sql.training.ablate import records, report, summary
+    from progress_sql.studies.ablate import records, report, summary
     from tests.training.real_run import config_for
 
     out = tmp_path / "ablate"
@@ -253,7 +253,7 @@ def test_real_model_ablation_options(tmp_path: Path) -> None:
 
 
 def test_ablate_model_builds_the_recipe_run_with_the_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import progress_sql.training.ablate as ablate
+    import progress_sql.studies.ablate as ablate
     from progress_sql.training.pretrained import RECIPES, recipe_config
 
     seen: list[AblateConfig] = []

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("trl", reason="training needs the [trl] extra")
 
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.studies.report import write_train_run
 from progress_sql.training.pretrained import HeldOut, WarmStartSettings, run_real, train_top_layers
 from progress_sql.training.recipe import TrainConfig
-from progress_sql.training.report import write_train_run
 from tests.training.real_run import config_for, no_bar
 
 

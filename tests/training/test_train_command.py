@@ -13,8 +13,8 @@ pytest.importorskip("trl", reason="training needs the [trl] extra")
 
 from progress_sql.cli import app
 from progress_sql.prompts import CompactFormat
+from progress_sql.studies.report import write_train_run
 from progress_sql.training.recipe import TrainConfig, embedded_data, evaluate, load_checkpoint, run_embedded
-from progress_sql.training.report import write_train_run
 from progress_sql.training.rl import RLSettings
 
 runner = CliRunner()

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
+from progress_sql.data.context import CONTEXT_FILE, example_contexts
 from progress_sql.data.tasks import load_task
 from progress_sql.env.rollout import EpisodeRecord
 from progress_sql.errors import DatasetError
-from progress_sql.data.context import CONTEXT_FILE, example_contexts
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.compare import get_preset

@@ -1,4 +1,4 @@
-"""``progress-sql ablate``: the paper's Table 3 ablations (training.ablate) as one command.
+"""``progress-sql ablate``: the paper's Table 3 ablations (studies.ablate) as one command.
 
 The run folder holds ``report.md`` with the table and ``ablation.png``, ``summary.json`` (the
 command's settings and versions, then the table's rows and the warm starts), ``samples.jsonl`` (one
@@ -28,7 +28,7 @@ from progress_sql.cli._common import (
 from progress_sql.progress import phases, progress_bar
 
 if TYPE_CHECKING:  # the training modules load TRL: only a run imports them
-    from progress_sql.training.ablate import AblateRun
+    from progress_sql.studies.ablate import AblateRun
 
 _ARMS = typer.Option(
     None,
@@ -73,7 +73,7 @@ def ablate_command(
     view: bool = view_option(),
 ) -> None:
     """Run the paper's ablations from one shared warm start per seed and write the Table 3 view."""
-    from progress_sql.training.ablate import AblateRequest, run_ablation
+    from progress_sql.studies.ablate import AblateRequest, run_ablation
 
     options = locals()
     request = AblateRequest(**{name: options[name] for name in _REQUEST_OPTIONS}, recipe=recipe_name)
@@ -95,7 +95,7 @@ _REQUEST_OPTIONS = (
 
 def _print(run: AblateRun) -> None:
     """The Table 3 view: held-out EX by arm, against the warm start and the progressive arm."""
-    from progress_sql.training.ablate import held_out_words
+    from progress_sql.studies.ablate import held_out_words
 
     result = run.result
     table = Table(title=f"held-out EX by arm (greedy, single turn; {held_out_words(run.config)})", header_style="bold")

@@ -1,7 +1,7 @@
 """``progress-sql train``: the whole loop on the embedded default, or RL for a real model; the run
-itself is :func:`progress_sql.training.run.run_train`.
+itself is :func:`progress_sql.studies.train.run_train`.
 
-The run folder holds ``report.md`` and the plots (``training.report``), ``summary.json`` (the run's
+The run folder holds ``report.md`` and the plots (``studies.report``), ``summary.json`` (the run's
 numbers with the command's settings and versions), ``samples.jsonl`` (one record per RL step of each
 reward's run, the rows of ``rl/metrics.jsonl`` with ``run_reward`` naming the run), the checkpoints
 and, for a ``--task`` run, ``dropped.jsonl``.
@@ -37,9 +37,9 @@ from progress_sql.cli._common import (
 )
 from progress_sql.progress import phases, progress_bar
 from progress_sql.runfolder import RunSummary
+from progress_sql.studies.train import TrainRequest, TrainRun, run_train
 from progress_sql.training.recipe import EMBEDDED_RL, REAL_MODEL_RL, RL_CHECK_EVERY, RL_SELECT, SFT_STEPS, SFT_TARGET
 from progress_sql.training.rl import REPORT_BACKENDS, LoraSettings, RLSettings
-from progress_sql.training.run import TrainRequest, TrainRun, run_train
 
 _LORA = LoraSettings()
 _LORA_TARGETS = ",".join(_LORA.target_modules)
@@ -307,7 +307,7 @@ def _request(options: dict[str, Any]) -> TrainRequest:
 def _show(run: TrainRun, written: RunSummary, *, view: bool, as_json: bool) -> None:
     """The page (``--view``), then ``summary.json`` (``--json``) or the held-out EX table, the headline,
     the guard and warnings, and where the report is."""
-    from progress_sql.training.report import summary
+    from progress_sql.studies.report import summary
 
     write_view(run.request.out, view, quiet=as_json)
     if as_json:

@@ -147,7 +147,7 @@ def run_train(request: TrainRequest, phase: Phase) -> TrainRun:
         result = run_pretrained(config, task, request.data_dir, phase)
     if world_rank() != 0:  # one report per run: the main process of an `accelerate launch` writes it
         return TrainRun(request, config, result, None, None)
-    from progress_sql.training.report import train_summary, write_train_run
+    from progress_sql.studies.report import train_summary, write_train_run
 
     run = train_summary(result, train_settings(request, config))
     return TrainRun(request, config, result, run, write_train_run(result, request.out, run))
