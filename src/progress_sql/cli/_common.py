@@ -19,7 +19,6 @@ from progress_sql.cluster.connect import shard_workers
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
 from progress_sql.judge.compare import PRESETS
-from progress_sql.runfolder import RunFolder, Summary
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -67,7 +66,7 @@ def warn(message: str) -> None:
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> None:
     """Register ``command`` as subcommand ``name``: a ProgressSQLError it raises becomes ``error: ...``
-    on stderr and exit code 2; an OSError while it writes its results does too (:func:`write_run`)."""
+    on stderr and exit code 2 (a library entry point that cannot write its run folder raises ConfigError)."""
 
     @functools.wraps(command)
     def reporting_errors(*args: Any, **kwargs: Any) -> Any:
@@ -113,16 +112,6 @@ def prepare_out(out: Path) -> Path:
     except OSError as error:
         fail(f"cannot create {out}: {error}")
     return out
-
-
-def write_run(out: Path, summary: Summary, records: Any, report: str) -> RunFolder:
-    """Write the run folder (summary.json, samples.jsonl, report.md); an OSError ends the command."""
-    folder = RunFolder(out)
-    try:
-        folder.write(summary, records, report)
-    except OSError as error:
-        fail(f"cannot write results to {out}: {error}")
-    return folder
 
 
 # ---- option definitions (each call makes a fresh typer option) -------------------------------

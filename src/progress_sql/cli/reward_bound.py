@@ -6,16 +6,14 @@ The run folder holds ``summary.json``, ``samples.jsonl`` (one record per k*), ``
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from progress_sql.cli import _common as common
-from progress_sql.plots import PlottingUnavailableError, reward_bound_plot
-from progress_sql.rewards.progressive import ProgressiveConfig, upper_bound_curve
-from progress_sql.runfolder import RunSummary, basic_report, write_json
+from progress_sql.rewards.bound import reward_bound_run
 
 
 def reward_bound_command(
@@ -28,40 +26,20 @@ def reward_bound_command(
 ) -> None:
     """Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at both
     ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot."""
-    if turns < 1:
-        common.fail(f"--turns must be at least 1, got {turns}")
-    config = ProgressiveConfig(no_align_penalty_on_first_turn_success=no_align_penalty)
-    points = upper_bound_curve(turns, config)
-    values = [value for _, value in points]
-    falling = all(a > b for a, b in itertools.pairwise(values))
-    record = {
-        "reward": config.version,
-        "config_hash": config.config_hash,
-        "turns": turns,
-        "bound": {label: round(value, 6) for label, value in points},
-        "strictly_falling": falling,
-    }
-    summary = RunSummary("reward-bound", {"turns": turns, "no_align_penalty": no_align_penalty}, record)
-    samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
-    report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
-    common.write_run(out, summary, samples, report + "\n![bound](reward_bound.png)\n")
-    write_json(out / "reward_bound.json", record)
-    try:
-        plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")
-    except PlottingUnavailableError as error:
-        common.stderr.print(f"[yellow]{error}[/]")
-        plot = None
+    run = reward_bound_run(turns, out, no_align_penalty=no_align_penalty)
+    if run.plot_problem is not None:
+        common.stderr.print(f"[yellow]{escape(run.plot_problem)}[/]")
     if as_json:
-        typer.echo(json.dumps(record, indent=2))
+        typer.echo(json.dumps(run.record, indent=2))
     else:
         table = common.table(f"upper bound of R(Y), T = {turns}", ["first correct turn k*"], ["bound"])
-        for label, value in points:
+        for label, value in run.points:
             table.add_row(label, f"{value:.3f}")
         common.stdout.print(table)
-        common.stdout.print("strictly falling as k* grows: " + ("[green]yes[/]" if falling else "[red]no[/]"))
-        if plot is not None:
-            common.stdout.print(f"plot: {plot}")
-    if not falling:
+        common.stdout.print("strictly falling as k* grows: " + ("[green]yes[/]" if run.falling else "[red]no[/]"))
+        if run.plot is not None:
+            common.stdout.print(f"plot: {run.plot}")
+    if not run.falling:
         raise typer.Exit(1)
 
 
