@@ -145,6 +145,25 @@ def _in_hub_cache(value: str) -> bool:
     return isinstance(found, str)
 
 
+#: bf16 autocast against fp32 on a CPU without bf16 instructions (AVX2 only: oneDNN emulates bf16), an
+#: RL-shaped pass of 4 x 448 tokens on 2 threads (bench/real_model.py --only precision; docs/benchmarks.md).
+EMULATED_BF16_SLOWDOWN = 24.6
+
+
+def native_bf16() -> bool:
+    """Whether this machine computes bf16 natively: a GPU, or a CPU with bf16 instructions (AVX512-BF16,
+    AMX). Elsewhere bf16 autocast is emulated and far slower than fp32 (:data:`EMULATED_BF16_SLOWDOWN`),
+    so the runs that would autocast compute in fp32 there."""
+    import torch
+
+    if torch.cuda.is_available():
+        return True
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN: no fast bf16 on this CPU either
+        return False
+
+
 def load_causal_lm(resolved: str, device: str = "cpu") -> Any:
     """A causal LM from a resolved ``--model`` (:func:`resolve_model`) with fp32 weights, on ``device``.
 

@@ -74,3 +74,23 @@ def test_greedy_generation_in_bf16_autocast_keeps_fp32_weights(bf16_checkpoint: 
         assert len(turns) == 2
         assert all(0 < len(turn.tokens) <= 5 for turn in turns)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_runs_autocast_to_bf16_only_where_bf16_is_native(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulated bf16 (a CPU without bf16 instructions) costs about 25x fp32's time: there TRL's RL default
+    and the recipe's warm start and measurements compute in fp32; elsewhere nothing changes."""
+    import progress_sql.models as models
+    from progress_sql.training.pretrained import native_precision, recipe, recipe_config
+    from progress_sql.training.rl import RLSettings, trainer_args
+
+    monkeypatch.setattr(models, "native_bf16", lambda: native)
+    args = trainer_args(RLSettings(), Path("out"))
+    assert args.get("bf16") is (None if native else False)  # None: TRL's own default (bf16 autocast)
+    assert trainer_args(RLSettings(compute_dtype="bf16"), Path("out"))["bf16"] is True  # asked for: kept
+    assert "bf16" not in trainer_args(RLSettings(use_cpu=False), Path("out"))  # a GPU run: TRL's default
+    config = recipe_config(recipe("smollm2-cpu"), out=Path("out"), data_dir=None)
+    fitted = native_precision(config)
+    assert (fitted is config) is native
+    assert (fitted.warm_start.bf16_autocast, fitted.heldout.bf16_autocast) == (native, native)
+    assert fitted.warm_start.steps == config.warm_start.steps

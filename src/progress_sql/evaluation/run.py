@@ -18,7 +18,7 @@ from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
-from progress_sql.execution.engines import engine_of, engine_settings
+from progress_sql.execution.engines import ENGINES, engine_of, engine_settings
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.analysis import AnalysisPool
@@ -467,7 +467,7 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
     from progress_sql.cluster.connect import joined_cluster, shard_workers
 
     plan = _plan(request)
-    engine = engine_of(request.backend_db) if request.backend_db is not None else engine_of("sqlite")
+    engine = ENGINES["sqlite"] if request.backend_db is None else engine_of(request.backend_db)
     processes = shard_workers(request.workers, request.ray, os.cpu_count() or 1)
     started = time.perf_counter()
     cache = GoldCache(request.cache_dir)

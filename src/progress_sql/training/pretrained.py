@@ -58,7 +58,8 @@ RECIPES: Mapping[str, Recipe] = {
     "smollm2-cpu": Recipe(
         name="smollm2-cpu",
         description="SmolLM2-135M-Instruct on Spider train (warm start, then multi-turn GRPO), held-out Spider dev, "
-        "2 CPU cores, fp32 weights computed in bf16 autocast, the top 10 of 30 layers trained",
+        "2 CPU cores, fp32 weights computed in bf16 autocast (fp32 on a CPU without bf16 instructions), the top 10 of "
+        "30 layers trained",
         model="smollm2-135m",
         prompt="small",
         task="spider-train",
@@ -335,6 +336,20 @@ class RealSetup:
             )  # fmt: skip
 
 
+def native_precision(config: Any) -> Any:
+    """``config`` for this machine: the warm start and the measurements autocast to bf16 only where bf16
+    is native (:func:`progress_sql.models.native_bf16`); on a CPU without bf16 instructions they compute
+    in fp32, as RL then does (``training.rl``): emulated bf16 is about 25 times slower there."""
+    from progress_sql.models import native_bf16
+
+    if native_bf16() or not (config.warm_start.bf16_autocast or config.heldout.bf16_autocast):
+        return config
+    return replace(
+        config, warm_start=replace(config.warm_start, bf16_autocast=False),
+        heldout=replace(config.heldout, bf16_autocast=False),
+    )  # fmt: skip
+
+
 def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> RealSetup:
     """The first phase of a real-model run: data and leakage guard, the held-out set (refused when it
     shares a database with the training data), the gold audit and the tokenizer; writes ``config.json``.
@@ -345,6 +360,7 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
     from progress_sql.models import resolve_model
     from progress_sql.training.recipe import RunResult, configure_threads, filter_training_examples, write_config
 
+    asked, config = config, native_precision(config)
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
     _, examples = resolve_task(task, data_dir, questions=config.questions)
@@ -377,6 +393,11 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
         raise ConfigError(f"--model {config.model}: the warm-started recipe needs a tokenizer with a chat template")
     fmt = ChatTemplateFormat(tokenizer, style)
     result = RunResult(config, leakage=decision.to_dict())
+    if config is not asked:
+        result.warnings.append(
+            "this CPU has no bf16 instructions: the warm start, the measurements and RL compute in fp32 "
+            "(bf16 autocast is emulated here, about 25x slower), so the figures are fp32's"
+        )
     result.data_sizes = {"train": len(train), "dropped_by_filter": len(examples) - len(train),
                          heldout_spec.task: len(held_out[heldout_spec.task])}  # fmt: skip
     return RealSetup(config, task, train, held_out, resolved, tokenizer, fmt, ChatPrompts(fmt, style), result, phase)

@@ -381,10 +381,21 @@ def trainer_args(settings: RLSettings, out: Path, processes: int = 1) -> dict[st
         "dataloader_num_workers": 0,
         "seed": settings.seed,
         "use_vllm": settings.vllm_mode is not None,
-        **({} if settings.compute_dtype is None else {"bf16": settings.compute_dtype == "bf16"}),
+        **_precision_args(settings),
         **vllm,
         **preset,
     }
+
+
+def _precision_args(settings: RLSettings) -> dict[str, bool]:
+    """TRL's ``bf16`` flag: as ``compute_dtype`` asks; without one, TRL's default (bf16 autocast, on a CPU
+    too) where bf16 is native, and fp32 on a CPU without bf16 instructions (emulated bf16 costs about
+    25 times fp32's time there: :data:`progress_sql.models.EMULATED_BF16_SLOWDOWN`)."""
+    from progress_sql.models import native_bf16
+
+    if settings.compute_dtype is not None:
+        return {"bf16": settings.compute_dtype == "bf16"}
+    return {} if not settings.use_cpu or native_bf16() else {"bf16": False}
 
 
 def save_final(trainer: Any, tokenizer: Any, folder: Path, *, lora: bool) -> None:
