@@ -622,7 +622,7 @@ def run_pretrained(config: TrainConfig, task: str, data_dir: Path | None, phase:
     advance = phase("EX after RL", 1)
     result.after = evaluate(model, tokenizer, fmt, held_out)
     advance(1)
-    result.guard = _guard(config, result.before["heldout"], result.after["heldout"])
+    result.guard = _heldout_guard(config, result.before["heldout"], result.after["heldout"])
     result.seconds = time.perf_counter() - started
     return result
 
@@ -659,7 +659,7 @@ def _task_data(
     return train, {"heldout": examples[::10]}, len(candidates) - len(train), decision
 
 
-def _guard(config: TrainConfig, before: Accuracy, after: Accuracy) -> str:
+def _heldout_guard(config: TrainConfig, before: Accuracy, after: Accuracy) -> str:
     """The run's verdict on held-out EX: lowered by more than two standard errors, or kept."""
     lowered = after.ex < before.ex - 2 * before.standard_error
     return (
