@@ -144,7 +144,7 @@ def fake_ablation(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ablate`` without the training: two finished arms on one seed (tests/training/test_ablate.py
     runs the real loop)."""
     pytest.importorskip("matplotlib", reason="the ablation report draws a plot")
-    from progress_sql.training import ablate
+    from progress_sql.studies import ablate
 
     def run_ablate(config: ablate.AblateConfig, phase: Any) -> ablate.AblateResult:
         config.out.mkdir(parents=True, exist_ok=True)

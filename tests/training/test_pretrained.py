@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("trl", reason="training needs the [trl] extra")
 
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.models import native_bf16
 from progress_sql.studies.report import write_train_run
 from progress_sql.training.pretrained import HeldOut, WarmStartSettings, run_real, train_top_layers
 from progress_sql.training.recipe import TrainConfig
@@ -34,7 +35,9 @@ def test_warm_started_run_measures_three_times_and_resumes(
     assert 0 < result.data_sizes["trainable_parameters"] < result.data_sizes["parameters"]
     assert result.precision["weight_dtypes"] == ["float32"]
     assert result.precision["rl"]["progressive"]["trainable_parameter_dtypes"] == ["float32"]
-    assert result.precision["rl"]["progressive"]["compute"] == "bf16 autocast"  # TRL's default, on a CPU too
+    # TRL's default (bf16 autocast, on a CPU too) where bf16 is native; fp32 on a CPU that would emulate it
+    expected = "bf16 autocast" if native_bf16() else "fp32"
+    assert result.precision["rl"]["progressive"]["compute"] == expected
     assert (out / "checkpoints" / "sft" / "base.json").is_file()
     outcomes = json.loads((out / "heldout.json").read_text())
     assert set(outcomes) == {"before_warm_start", "before_rl", "after_rl"}

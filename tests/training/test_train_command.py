@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 pytest.importorskip("trl", reason="training needs the [trl] extra")
 
 from progress_sql.cli import app
+from progress_sql.models import native_bf16
 from progress_sql.prompts import CompactFormat
 from progress_sql.studies.report import write_train_run
 from progress_sql.training.recipe import TrainConfig, embedded_data, evaluate, load_checkpoint, run_embedded
@@ -300,7 +301,8 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     # 64 prompts x 8 samples per step in passes of 4 sequences: 128 accumulated passes on one GPU, 16 on 8
     assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 128, 100)
     assert GRPOConfig(**trainer_args(rl, tmp_path, processes=8)).gradient_accumulation_steps == 16
-    assert grpo.bf16  # TRL's default: bf16 autocast over the fp32 weights, on a CPU too
+    # TRL's default (bf16 autocast over the fp32 weights, on a CPU too) where bf16 is native; fp32 elsewhere
+    assert grpo.bf16 is native_bf16()
     assert not GRPOConfig(**trainer_args(replace(rl, compute_dtype="fp32"), tmp_path)).bf16
 
     options = [
