@@ -25,7 +25,11 @@ def progress_bar(label: str, *, console: Console | None = None, quiet: bool = Fa
     )
 
 
-def phases(progress: Progress) -> Callable[[str, int], Callable[[int], None]]:
+#: A long run's phase callback: ``phase(description, total)`` starts one and returns its ``advance(n)``.
+Phase = Callable[[str, int], Callable[[int], None]]
+
+
+def phases(progress: Progress) -> Phase:
     """A long run's phases as bars of ``progress``: ``phase(description, total)`` adds one and returns
     its ``advance(n)`` (the ``Phase`` callback of ``training``)."""
 

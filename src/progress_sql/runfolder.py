@@ -1,15 +1,17 @@
 """The run folder every command with ``--out DIR`` leaves: ``summary.json`` (typed: settings, versions,
-results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types``
-from the package, so any layer may write a run folder."""
+results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types`` and
+``errors`` from the package, so any layer may write a run folder."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from progress_sql.errors import ConfigError
 from progress_sql.types import plain
 
 SUMMARY_FILE = "summary.json"
@@ -78,6 +80,25 @@ def write_json(path: Path, data: Any) -> Path:
     """Write pretty JSON (UTF-8, trailing newline); returns ``path``."""
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def prepared_folder(path: Path) -> RunFolder:
+    """The run folder at ``path``, created before the work starts so that a bad path fails at once
+    (ConfigError)."""
+    try:
+        return RunFolder(path).create()
+    except OSError as error:
+        raise ConfigError(f"cannot create {path}: {error}") from error
+
+
+@contextmanager
+def writing_results(path: Path) -> Iterator[None]:
+    """Around the writes of a finished run: an OSError becomes a ConfigError that names ``path`` (the
+    command's ``error: ...`` and exit code 2)."""
+    try:
+        yield
+    except OSError as error:
+        raise ConfigError(f"cannot write results to {path}: {error}") from error
 
 
 def write_jsonl(path: Path, records: Iterable[Any]) -> Path:

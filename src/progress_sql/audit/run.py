@@ -16,7 +16,7 @@ from progress_sql.audit.runner import audit_examples
 from progress_sql.cluster.connect import joined_cluster
 from progress_sql.data.tasks import load_task
 from progress_sql.errors import ConfigError
-from progress_sql.runfolder import RunFolder, RunSummary
+from progress_sql.runfolder import RunFolder, RunSummary, prepared_folder, writing_results
 
 #: The audit's records under the name it wrote before the common run folder (users read it).
 LEGACY_RECORDS = "records.jsonl"
@@ -59,10 +59,7 @@ def run_audit(request: AuditRequest) -> AuditRun:
         if not examples:
             raise ConfigError(f"no example of {request.task} uses database {request.db!r}")
     out = request.out
-    try:  # before the work starts, so that a bad path fails at once
-        RunFolder(out).create()
-    except OSError as error:
-        raise ConfigError(f"cannot create {out}: {error}") from error
+    prepared_folder(out)  # before the work starts: a bad path fails at once
     started = time.perf_counter()
     with joined_cluster(request.ray, request.ray_databases, request.workers) as cluster:
         records = audit_examples(
@@ -84,13 +81,11 @@ def run_audit(request: AuditRequest) -> AuditRun:
     results |= {"task": request.task, "seconds": round(seconds, 1), "workers": request.processes,
                 "timeout_s": request.timeout_s}  # fmt: skip
     summary = RunSummary("audit", settings, results)
-    try:
+    with writing_results(out):
         RunFolder(out).write(
             summary, [r.as_dict() for r in records], markdown_report(records, selected, results, request.task)
         )
         write_records(records, out / LEGACY_RECORDS)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     return AuditRun(summary, len(records), seconds, _plot(results, out / "counts.png", request.task))
 
 

@@ -19,6 +19,7 @@ from progress_sql.cluster.connect import shard_workers
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
 from progress_sql.judge.compare import PRESETS
+from progress_sql.runfolder import prepared_folder
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -107,11 +108,7 @@ def check_timeout(timeout: float) -> None:
 
 def prepare_out(out: Path) -> Path:
     """Create the output folder before the work starts, so that a bad path fails at once."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        fail(f"cannot create {out}: {error}")
-    return out
+    return prepared_folder(out).path
 
 
 # ---- option definitions (each call makes a fresh typer option) -------------------------------

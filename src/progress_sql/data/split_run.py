@@ -14,7 +14,7 @@ from typing import Any
 from progress_sql.data.fingerprint import database_fingerprints
 from progress_sql.data.splits import GROUP_BY, SplitPlan, parse_fractions, split_by_database
 from progress_sql.errors import ConfigError
-from progress_sql.runfolder import RunFolder, RunSummary, basic_report, write_json
+from progress_sql.runfolder import RunFolder, RunSummary, basic_report, prepared_folder, write_json, writing_results
 from progress_sql.types import Example
 
 
@@ -52,10 +52,7 @@ def run_split(request: SplitRequest) -> SplitRun:
     paths = {e.db_id: e.db_path for e in examples}
     prints = database_fingerprints(paths) if group_by == "fingerprint" else {}
     plan = split_by_database(examples, targets, seed=seed, group_by=group_by, fingerprints=prints)
-    try:  # before anything is written, so that a bad path fails at once
-        RunFolder(out).create()
-    except OSError as error:
-        raise ConfigError(f"cannot create {out}: {error}") from error
+    prepared_folder(out)  # before the work starts: a bad path fails at once
     files = _write_split_files(out, plan, sources)
     parts = {p.name: {"target": p.target, "examples": p.examples, "share": p.share, "databases": list(p.databases),
                       "groups": len(p.groups)} for p in plan.splits}  # fmt: skip
@@ -78,10 +75,8 @@ def run_split(request: SplitRequest) -> SplitRun:
     report = basic_report("Schema-disjoint split", summary.to_dict(), results={"examples": len(examples),
                           "databases": len(paths), "splits": {k: {"examples": v["examples"], "share": v["share"]}
                           for k, v in parts.items()}}, notes=notes)  # fmt: skip
-    try:
+    with writing_results(out):
         RunFolder(out).write(summary, records, report)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     return SplitRun(plan, summary)
 
 

@@ -18,8 +18,9 @@ from progress_sql.errors import GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.gold import GoldStore
+from progress_sql.progress import Phase
 from progress_sql.prompts import Message
-from progress_sql.runfolder import RunSummary
+from progress_sql.runfolder import RunSummary, writing_results
 from progress_sql.types import TASK_KINDS, Example, ResultPreview, RewardBreakdown, TaskKind, result_previews
 
 Progress = Callable[[int], None]
@@ -190,7 +191,7 @@ class RolloutRun:
         return dict(self.summary.results["metrics"])
 
 
-def run_rollout(request: RolloutRequest, phase: Callable[[str, int], Progress]) -> RolloutRun:
+def run_rollout(request: RolloutRequest, phase: Phase) -> RolloutRun:
     """Run ``rollout``: every example's episode with the backend, then the run folder (``summary.json``,
     ``samples.jsonl``, ``report.md``, and with ``contexts`` the page's ``examples.jsonl``). A backend
     failure raises GenerationError; a folder that cannot be written, ConfigError."""
@@ -198,7 +199,7 @@ def run_rollout(request: RolloutRequest, phase: Callable[[str, int], Progress]) 
     from progress_sql.backends.registry import make_backend
     from progress_sql.data.context import example_contexts, write_contexts
     from progress_sql.data.tasks import load_task
-    from progress_sql.errors import ConfigError, GenerationError
+    from progress_sql.errors import GenerationError
     from progress_sql.runfolder import RunFolder, basic_report
     from progress_sql.types import PREVIEW_ROWS, plain
 
@@ -226,15 +227,13 @@ def run_rollout(request: RolloutRequest, phase: Callable[[str, int], Progress]) 
             contexts = example_contexts(examples, last, records, store.schema)
     metrics = summarize_rollouts(records, config.max_turns)
     summary = RunSummary("rollout", rollout_settings(request), {"metrics": metrics})
-    try:
+    with writing_results(request.out):
         RunFolder(request.out).write(
             summary, [plain(r, DIGITS) for r in records],
             basic_report(f"Rollout: {request.task}", summary.to_dict(), results=metrics),
         )  # fmt: skip
         if request.contexts:
             write_contexts(request.out, contexts)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
     return RolloutRun(summary, tuple(records))
 
 

@@ -26,9 +26,10 @@ from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import Preset, describe
 from progress_sql.judge.gold import GoldStore
 from progress_sql.odt.config import OdtConfig
+from progress_sql.progress import Phase
 from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.runfolder import RunFolder, package_versions
+from progress_sql.runfolder import RunFolder, package_versions, writing_results
 from progress_sql.sql.extract import extract
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import PREVIEW_ROWS, Example, plain
@@ -453,9 +454,6 @@ def _plan(request: EvalRequest) -> _Plan:
     return _Plan(inputs, style, tuple(examples), answers)
 
 
-Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
-
-
 def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lambda n: None) -> EvalOutcome:
     """Run ``eval``: generate the answers (a backend) or read them (a prediction file), judge them on this
     machine's pools or on a Ray cluster, time R-VES when asked, and write the run folder. A bad request
@@ -495,14 +493,12 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
         plan.inputs, records, gold_cache=gold_cache, elapsed_s=time.perf_counter() - started,
         draws=None if generator is None else generator.draws,
     )  # fmt: skip
-    try:
+    with writing_results(request.out):
         write_eval_run(request.out, records, summary, plots=request.plots)
         if request.contexts:
             from progress_sql.data.context import write_contexts
 
             write_contexts(request.out, contexts)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
     return EvalOutcome(request.out, summary, tuple(records))
 
 

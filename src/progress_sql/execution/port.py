@@ -433,7 +433,7 @@ def port_databases(
 
     from progress_sql.errors import ProgressSQLError
     from progress_sql.execution.engines import public_location
-    from progress_sql.runfolder import RunFolder, RunSummary, basic_report
+    from progress_sql.runfolder import RunFolder, RunSummary, basic_report, writing_results
 
     started = time.perf_counter()
     ported: list[DatabasePort] = []
@@ -471,8 +471,6 @@ def port_databases(
     ]
     notes = [f"{c.table}.{c.column} ({c.declared or 'untyped'}, stores {'/'.join(c.stored)}) -> "
              f"{c.target_type}: {c.note}" for p in ported for c in p.columns if c.note]  # fmt: skip
-    try:
+    with writing_results(out):
         RunFolder(out).write(summary, records, basic_report("port-db", summary.to_dict(), results=results, notes=notes))
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     return PortRun(tuple(ported), results)

@@ -4,7 +4,7 @@ filter, the training file and its manifest, and with ``report_dir`` a run folder
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from progress_sql.export.build import (
     write_export,
 )
 from progress_sql.export.formats import get_format
-from progress_sql.runfolder import RunFolder, RunSummary, basic_report, package_versions, write_json
+from progress_sql.progress import Phase
+from progress_sql.runfolder import RunFolder, RunSummary, basic_report, package_versions, write_json, writing_results
 from progress_sql.types import Example
 
 
@@ -65,7 +66,7 @@ class ExportRun:
     dropped: int
 
 
-def run_export(request: ExportRequest, phase: Callable[[str, int], Callable[[int], None]]) -> ExportRun:
+def run_export(request: ExportRequest, phase: Phase) -> ExportRun:
     """Run ``export``: draw, guard, filter and write the training file and its manifest (and the run
     folder of ``report_dir``). A bad request raises ConfigError before anything runs."""
     fmt = get_format(request.fmt)
@@ -127,10 +128,8 @@ def _write_report_dir(
     results = {k: v for k, v in manifest.items() if k not in ("command", "settings", "versions")}
     run = RunSummary("export", options, results)
     report = basic_report(f"Export: {request.out.name}", run.to_dict(), results=results)
-    try:
+    with writing_results(request.report_dir):
         RunFolder(request.report_dir).write(run, records, report)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {request.report_dir}: {error}") from error
 
 
 def _apply_filter(

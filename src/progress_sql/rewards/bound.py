@@ -11,7 +11,7 @@ from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.rewards.progressive import ProgressiveConfig, upper_bound_curve
-from progress_sql.runfolder import RunFolder, RunSummary, basic_report, write_json
+from progress_sql.runfolder import RunFolder, RunSummary, basic_report, write_json, writing_results
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +46,9 @@ def reward_bound_run(turns: int, out: Path, *, no_align_penalty: bool = False) -
     summary = RunSummary("reward-bound", {"turns": turns, "no_align_penalty": no_align_penalty}, record)
     samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
     report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
-    try:
+    with writing_results(out):
         RunFolder(out).write(summary, samples, report + "\n![bound](reward_bound.png)\n")
         write_json(out / "reward_bound.json", record)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     plot, problem = None, None
     try:
         plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,8 @@ from progress_sql.evaluation.suspicious import (
     tables_read,
 )
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.runfolder import RUN_FILES, RunFolder, RunSummary, basic_report
+from progress_sql.progress import Phase
+from progress_sql.runfolder import RUN_FILES, RunFolder, RunSummary, basic_report, prepared_folder, writing_results
 from progress_sql.runs.read import read_episodes
 from progress_sql.types import plain
 
@@ -54,7 +54,7 @@ class InspectRun:
     summary: RunSummary
 
 
-def run_inspect(request: InspectRequest, phase: Callable[[str, int], Callable[[int], None]]) -> InspectRun:
+def run_inspect(request: InspectRequest, phase: Phase) -> InspectRun:
     """Inspect the run of ``request.source`` and write the run folder (``review.md`` with ``sample``)."""
     suite = request.suite
     if suite is not None and not suite.is_dir():
@@ -71,10 +71,7 @@ def run_inspect(request: InspectRequest, phase: Callable[[str, int], Callable[[i
     chosen = sorted(loaded.episodes, key=lambda e: -e.reward)
     chosen = chosen if request.top is None else chosen[: max(0, request.top)]
     out = request.out
-    try:  # before the work starts, so that a bad path fails at once
-        RunFolder(out).create()
-    except OSError as error:
-        raise ConfigError(f"cannot create {out}: {error}") from error
+    prepared_folder(out)  # before the work starts: a bad path fails at once
     inspected, cases, rows = [], [], []
     with ExecutionPool(workers=request.workers) as pool, make_store(config, pool=pool) as store:
         advance = phase("episodes", len(chosen))
@@ -107,13 +104,11 @@ def run_inspect(request: InspectRequest, phase: Callable[[str, int], Callable[[i
     notes += [f"{name}: {why}" for name, why in skipped.items()]
     report = basic_report(f"Inspect ({loaded.kind} run): {request.source}", summary.to_dict(), results=results,
                           notes=notes)  # fmt: skip
-    try:
+    with writing_results(out):
         RunFolder(out).write(summary, rows, report)  # every inspected episode, flagged or not
         if entries:
             (out / REVIEW_FILE).write_text(f"# Review: {len(entries)} random matched samples (seed {request.seed})"
                                            "\n\n" + "\n".join(entries), encoding="utf-8")  # fmt: skip
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     return InspectRun(summary)
 
 

@@ -29,13 +29,14 @@ from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.evaluation.stats import Accuracy, PairedChange
+from progress_sql.progress import Phase
 from progress_sql.prompts import CompactFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.ablations import get_ablation
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.runfolder import RunFolder, RunSummary
+from progress_sql.runfolder import RunFolder, RunSummary, prepared_folder, writing_results
 from progress_sql.training.heldout import SetMeasurement
-from progress_sql.training.recipe import EMBEDDED_RL, SFT_STEPS, SFT_TARGET, Phase, TrainConfig
+from progress_sql.training.recipe import EMBEDDED_RL, SFT_STEPS, SFT_TARGET, TrainConfig
 from progress_sql.training.rl import RLSettings
 from progress_sql.types import plain
 
@@ -719,10 +720,7 @@ def run_ablation(request: AblateRequest, phase: Phase) -> AblateRun:
     """Run ``ablate`` (:func:`run_ablate`) and write its run folder once: ``summary.json`` with the
     settings, ``samples.jsonl`` (one record per arm and seed), ``report.md`` and the plot."""
     config = ablate_config(request)
-    try:  # before the work starts, so that a bad path fails at once
-        RunFolder(request.out).create()
-    except OSError as error:
-        raise ConfigError(f"cannot create {request.out}: {error}") from error
+    prepared_folder(request.out)  # before the work starts: a bad path fails at once
     result = run_ablate(config, phase)
     rl = config.base_rl
     settings = {
@@ -734,8 +732,6 @@ def run_ablation(request: AblateRequest, phase: Phase) -> AblateRun:
         "per_device_batch": rl.per_device_batch,
     }  # fmt: skip
     run = RunSummary("ablate", settings, summary(result))
-    try:
+    with writing_results(request.out):
         RunFolder(request.out).write(run, records(result), report(result, run.to_dict(), request.out))
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {request.out}: {error}") from error
     return AblateRun(config, result, run)

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from progress_sql.errors import ConfigError
 from progress_sql.execution.engines import engine_settings
+from progress_sql.progress import Phase
 from progress_sql.runfolder import RunSummary
 from progress_sql.training.recipe import (
     EMBEDDED_SIZES,
@@ -19,7 +20,6 @@ from progress_sql.training.recipe import (
     RL_SELECT,
     SFT_STEPS,
     SFT_TARGET,
-    Phase,
     RunResult,
     TrainConfig,
     default_rl_settings,

@@ -15,7 +15,14 @@ from progress_sql.cluster.connect import joined_cluster
 from progress_sql.data.tasks import resolve_task
 from progress_sql.errors import ConfigError
 from progress_sql.judge.compare import get_preset
-from progress_sql.runfolder import RunFolder, RunSummary, basic_report, package_versions
+from progress_sql.runfolder import (
+    RunFolder,
+    RunSummary,
+    basic_report,
+    package_versions,
+    prepared_folder,
+    writing_results,
+)
 from progress_sql.testsuite.build import build_suites, schema_jobs
 from progress_sql.testsuite.distill import SchemaSuite, SuiteConfig
 from progress_sql.testsuite.manifest import coverage_summary, write_manifest
@@ -71,10 +78,7 @@ def build_suite_run(request: SuiteRequest, bar: Progress) -> SuiteRun:
         seed=request.seed, pool=request.pool, max_dbs=request.max_dbs, preset=chosen, timeout_s=request.timeout_s
     )
     out = request.out
-    try:  # before the work starts, so that a bad path fails at once
-        RunFolder(out).create()
-    except OSError as error:
-        raise ConfigError(f"cannot create {out}: {error}") from error
+    prepared_folder(out)  # before the work starts: a bad path fails at once
     started = time.perf_counter()
     schemas = bar.add_task(f"{len(jobs)} schemas, pool {request.pool}", total=len(jobs))
     judged = bar.add_task("fuzzed databases judged", total=len(jobs) * request.pool)
@@ -103,10 +107,8 @@ def build_suite_run(request: SuiteRequest, bar: Progress) -> SuiteRun:
                "manifest": str(manifest)}  # fmt: skip
     run = RunSummary("build-suite", settings, results)
     report = basic_report(f"Test suites: {request.task}", run.to_dict(), results=results, notes=_notes(suites))
-    try:
+    with writing_results(out):
         RunFolder(out).write(run, _gold_records(suites), report)
-    except OSError as error:
-        raise ConfigError(f"cannot write results to {out}: {error}") from error
     return SuiteRun(tuple(suites), run)
 
 

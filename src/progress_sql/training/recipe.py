@@ -26,6 +26,7 @@ from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy, PairedChange, pooled
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.progress import Phase
 from progress_sql.prompts import (
     PAPER_STYLE,
     ChatTemplateFormat,
@@ -90,8 +91,6 @@ SFT_TARGET = 0.35
 #: :attr:`TrainConfig.rl_select`).
 RL_SELECT: RLSelect = "validation"
 RL_CHECK_EVERY = 50
-
-Phase = Callable[[str, int], Callable[[int], None]]  # (description, total) -> advance(n)
 
 
 @dataclass(frozen=True, slots=True)
