@@ -12,6 +12,7 @@ import pytest
 
 from progress_sql.data import case_study
 from progress_sql.env import EnvConfig
+from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.integrations.trl import (
@@ -135,6 +136,60 @@ def test_at_most_t_turns(tiny_tokenizer: Any, example: Example, pool: ExecutionP
     assert out["num_turns"] == [3]
     assert out["k_star"] == [0]
     assert out["env_mask"][0].count(0) > 0
+
+
+def _answer_tokens(tokenizer: Any, sql: str) -> list[int]:
+    return [*tokenizer(FORMAT.answer(sql), add_special_tokens=False)["input_ids"], tokenizer.eos_token_id]
+
+
+def test_the_completion_budget_stops_a_two_turn_trajectory(
+    tiny_tokenizer: Any, example: Example, pool: ExecutionPool
+) -> None:
+    """``--max-completion-tokens`` bounds the whole completion: with room for the first answer and its
+    feedback but no token more, the trajectory ends after turn 1, scored as a one-turn episode, and its
+    record says why; without a budget the same script takes two turns and is solved at the second."""
+    script = {PROMPT: [INVALID, case_study.GOLD_SQL]}
+    first = _answer_tokens(tiny_tokenizer, INVALID)
+    free = TrlRollout([example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, script),
+                      env_config=EnvConfig(max_turns=2), pool=pool)  # fmt: skip
+    unbounded = free.episodes([PROMPT], [example], trainer=None)
+    assert unbounded["k_star"] == [2]
+    assert unbounded["budget_stopped"] == [False]
+    mask = unbounded["env_mask"][0]
+    feedback = mask.count(0)  # the environment's turn: the first answer ends in eos, so nothing closes it
+    assert unbounded["completion_ids"][0][: len(first)] == first
+    assert mask == [1] * len(first) + [0] * feedback + [1] * (len(mask) - len(first) - feedback)
+
+    budget = len(first) + feedback  # the feedback fits, the second answer's first token does not
+    bounded = TrlRollout([example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, script),
+                         env_config=EnvConfig(max_turns=2), pool=pool, completion_budget=budget)  # fmt: skip
+    out = bounded.episodes([PROMPT], [example], trainer=None)
+    assert out["completion_ids"][0] == first  # the feedback is not sent: no turn can follow it
+    assert out["env_mask"][0] == [1] * len(first)
+    assert out["num_turns"] == [1]
+    assert out["k_star"] == [0]
+    assert out["budget_stopped"] == [True]
+    (record,) = bounded.last_records[0]
+    assert record.feedback is None
+    assert record.stopped is not None
+    assert "completion budget" in record.stopped
+    assert record.reward is not None
+    assert out["reward_components"][0] == pytest.approx(dict(record.reward.components))
+    assert TurnRecord.from_dict(record.to_dict()) == record
+    # scored as a one-turn failure: nothing late, the alignment penalty (no correct turn)
+    components = out["reward_components"][0]
+    assert components["late"] == 0.0
+    assert components["align"] == ProgressiveConfig().omega_align_neg
+
+    budget = budget + len(first) // 2 + 1  # room for part of the second answer: it is cut there and judged
+    cut = TrlRollout([example], tiny_tokenizer, FORMAT, ScriptedGenerator(tiny_tokenizer, script),
+                     env_config=EnvConfig(max_turns=2), pool=pool, completion_budget=budget)  # fmt: skip
+    out = cut.episodes([PROMPT], [example], trainer=None)
+    assert len(out["completion_ids"][0]) == budget
+    assert out["num_turns"] == [2]
+    assert out["k_star"] == [0]
+    assert out["budget_stopped"] == [True]
+    assert "cut at" in (cut.last_records[0][-1].stopped or "")
 
 
 def test_unknown_or_missing_example_ids_are_clear_errors(

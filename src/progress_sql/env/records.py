@@ -51,6 +51,9 @@ class TurnRecord:
     checks_passed: int | None = None
     checks_total: int | None = None
     findings: tuple[Finding, ...] = ()
+    #: Why the rollout ended the episode at this turn before the environment's own rule did (a completion
+    #: token budget spent: ``TrlRollout.completion_budget``); None when the environment ended it or it goes on.
+    stopped: str | None = None
 
     def as_turn(self) -> Turn:
         """The turn as the reward sees it (a timeout or a missing query is not executable)."""
@@ -63,7 +66,7 @@ class TurnRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnRecord:
         """The record :meth:`to_dict` wrote; fields a reader may leave out (``response``, the
-        errors, the partial scores, ``feedback``, ``reward``, ``findings``) get their empty values."""
+        errors, the partial scores, ``feedback``, ``reward``, ``findings``, ``stopped``) get their empty values."""
         reward, f = data.get("reward"), float(data["f"])
         return cls(
             turn=int(data.get("turn", 0)),
@@ -87,6 +90,7 @@ class TurnRecord:
             checks_passed=None if data.get("checks_passed") is None else int(data["checks_passed"]),
             checks_total=None if data.get("checks_total") is None else int(data["checks_total"]),
             findings=tuple(_finding(item) for item in data.get("findings") or ()),
+            stopped=data.get("stopped"),
         )
 
 

@@ -235,6 +235,12 @@ class TrlRollout:
     env_config: EnvConfig = field(default_factory=EnvConfig)
     pool: ExecutionPool | None = None
     cache: GoldCache = field(default_factory=GoldCache)
+    #: Token budget of a whole completion (model turns and feedback turns: ``--max-completion-tokens``).
+    #: TRL enforces ``max_completion_length`` in its own tool loop only, never on a ``rollout_func``'s
+    #: output, so the rollout keeps it: a turn is cut at the budget, and a trajectory with no room left
+    #: for the feedback and one more token ends there, scored as it stands, its last record saying so
+    #: (``stopped``). None: the turn limit alone.
+    completion_budget: int | None = None
     #: Every trajectory of the last call (for tests and run reports).
     last_trajectories: list[Trajectory] = field(default_factory=list)
     #: The last call's examples and each episode's turn records (``train``'s rollout log, read by
@@ -324,6 +330,7 @@ class TrlRollout:
         env_mask: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float | None]] = [[] for _ in prompts]
         sampled_logprobs = True
+        budget_stopped = [False] * len(prompts)
         finals: list[Any] = [None] * len(prompts)
         records: list[list[TurnRecord]] = [[] for _ in prompts]
         active = list(range(len(prompts)))
@@ -336,6 +343,7 @@ class TrlRollout:
                 self._check_not_silent([turn.tokens for turn in turns])
             still_active = []
             for i, turn in zip(active, turns, strict=True):
+                sampled, turn = len(turn.tokens), self._within_budget(turn, len(completion_ids[i]))
                 completion_ids[i] += turn.tokens
                 env_mask[i] += [1] * len(turn.tokens)
                 if turn.logprobs is None:
@@ -348,11 +356,24 @@ class TrlRollout:
                 records[i].append(step.info)
                 if step.terminated or step.truncated:
                     finals[i] = step.info.reward
+                    if len(turn.tokens) < sampled:
+                        budget_stopped[i] = True
+                        records[i][-1] = replace(step.info, stopped=(
+                            f"completion budget: this turn cut at {len(turn.tokens)} of {sampled} sampled tokens"
+                        ))  # fmt: skip
                     continue
                 assert step.observation is not None
                 # A turn cut by the token limit is closed with eos, written by the environment (mask 0).
                 closing = [] if turn.tokens and turn.tokens[-1] == eos else [eos]
                 feedback = closing + self._tokens(self.format.feedback(step.observation["content"]))
+                spent = len(completion_ids[i]) + len(feedback)
+                if self.completion_budget is not None and spent >= self.completion_budget:
+                    finals[i], budget_stopped[i] = envs[i].episode_reward(), True
+                    records[i][-1] = replace(
+                        records[i][-1], feedback=None, reward=finals[i],
+                        stopped=f"completion budget: {spent} of {self.completion_budget} tokens with the feedback",
+                    )  # fmt: skip
+                    continue
                 completion_ids[i] += feedback
                 env_mask[i] += [0] * len(feedback)
                 logprobs[i] += [ENVIRONMENT_LOGPROB] * len(feedback)
@@ -373,7 +394,16 @@ class TrlRollout:
             "first_turn_match": [bool(t.turns and t.turns[0].match) for t in self.last_trajectories],
             "final_sql": [t.turns[-1].sql if t.turns else None for t in self.last_trajectories],
             "gold_error": gold_errors,
+            "budget_stopped": budget_stopped,
         }
+
+    def _within_budget(self, turn: SampledTurn, spent: int) -> SampledTurn:
+        """``turn`` cut to the completion budget's remaining tokens (the environment then judges the cut text)."""
+        if self.completion_budget is None or len(turn.tokens) <= self.completion_budget - spent:
+            return turn
+        room = max(0, self.completion_budget - spent)
+        cut = None if turn.logprobs is None else turn.logprobs[:room]
+        return replace(turn, tokens=tuple(turn.tokens[:room]), logprobs=cut)
 
     def close(self) -> None:
         if self.pool is not None:

@@ -284,6 +284,7 @@ class _TrajectoryStats:
             "trajectory/first_turn_f": sum(output["first_turn_f"]) / n,
             "trajectory/first_turn_ex": sum(output["first_turn_match"]) / n,
             "trajectory/gold_error_share": sum(bool(error) for error in output["gold_error"]) / n,
+            "trajectory/budget_stopped_share": sum(output["budget_stopped"]) / n,
             **group_statistics(output["reward_components"], self.group_size),
             **late_by_first_correct_turn(output["reward_components"], output["k_star"]),
         }
@@ -440,7 +441,15 @@ def run_rl(
     )
     examples = [example for _, example in prompts]
     stats = _TrajectoryStats(
-        TrlRollout(examples, tokenizer, fmt, generator, env_config=settings.env_config(), pool=pool),
+        TrlRollout(
+            examples,
+            tokenizer,
+            fmt,
+            generator,
+            env_config=settings.env_config(),
+            pool=pool,
+            completion_budget=settings.completion_tokens,
+        ),
         settings.generations,
         rollout_log_path(out, world_rank()),
     )
