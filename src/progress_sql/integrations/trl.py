@@ -221,6 +221,29 @@ def _server_generate(engine: Any, prompts: list[list[int]]) -> tuple[list[list[i
 SILENT_BATCHES_BEFORE_FAILING = 3
 
 
+@dataclass
+class _Batch:
+    """The token streams of one call's episodes as they grow turn by turn (position = episode)."""
+
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    env_mask: list[list[int]]
+    logprobs: list[list[float | None]]
+    finals: list[Any]
+    records: list[list[TurnRecord]]
+    gold_errors: list[str]
+    budget_stopped: list[bool]
+    sampled_logprobs: bool = True
+
+    @classmethod
+    def start(cls, prompt_ids: list[list[int]]) -> _Batch:
+        n = len(prompt_ids)
+        return cls(
+            prompt_ids, [[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)],
+            [None] * n, [[] for _ in range(n)], [""] * n, [False] * n,
+        )  # fmt: skip
+
+
 @dataclass(slots=True)
 class TrlRollout:
     """The ``rollout_func``: one environment episode per received prompt, about the example of its
@@ -318,84 +341,78 @@ class TrlRollout:
             self.pool = ExecutionPool(workers=1)
         chosen = configs if configs is not None else [self.env_config] * len(prompts)
         envs = [_make_env(config, self.pool, self.cache) for config in chosen]
-        gold_errors = [""] * len(prompts)
+        batch = _Batch.start([self._tokens(prompt) for prompt in prompts])
         for position, (env, example) in enumerate(zip(envs, examples, strict=True)):
             try:
                 env.reset(example)
             except (GoldQueryError, DatasetError) as error:  # a bad gold, or its database missing here
-                gold_errors[position] = str(error)
-        eos = int(self.tokenizer.eos_token_id)
-        prompt_ids = [self._tokens(prompt) for prompt in prompts]
-        completion_ids: list[list[int]] = [[] for _ in prompts]
-        env_mask: list[list[int]] = [[] for _ in prompts]
-        logprobs: list[list[float | None]] = [[] for _ in prompts]
-        sampled_logprobs = True
-        budget_stopped = [False] * len(prompts)
-        finals: list[Any] = [None] * len(prompts)
-        records: list[list[TurnRecord]] = [[] for _ in prompts]
+                batch.gold_errors[position] = str(error)
         active = list(range(len(prompts)))
         collective = self.generator.collective(trainer)
         for _ in range(self.env_config.max_turns):
             if not active and not collective:
                 break
-            turns = self.generator([prompt_ids[i] + completion_ids[i] for i in active], trainer)
-            if active and not completion_ids[active[0]]:
+            turns = self.generator([batch.prompt_ids[i] + batch.completion_ids[i] for i in active], trainer)
+            if active and not batch.completion_ids[active[0]]:
                 self._check_not_silent([turn.tokens for turn in turns])
-            still_active = []
-            for i, turn in zip(active, turns, strict=True):
-                sampled, turn = len(turn.tokens), self._within_budget(turn, len(completion_ids[i]))
-                completion_ids[i] += turn.tokens
-                env_mask[i] += [1] * len(turn.tokens)
-                if turn.logprobs is None:
-                    sampled_logprobs = False
-                else:
-                    logprobs[i] += turn.logprobs
-                if gold_errors[i]:  # nothing to compare with: the episode ends unscored
-                    continue
-                step = envs[i].step(self._text(turn.tokens))
-                records[i].append(step.info)
-                if step.terminated or step.truncated:
-                    finals[i] = step.info.reward
-                    if len(turn.tokens) < sampled:
-                        budget_stopped[i] = True
-                        records[i][-1] = replace(step.info, stopped=(
-                            f"completion budget: this turn cut at {len(turn.tokens)} of {sampled} sampled tokens"
-                        ))  # fmt: skip
-                    continue
-                assert step.observation is not None
-                # A turn cut by the token limit is closed with eos, written by the environment (mask 0).
-                closing = [] if turn.tokens and turn.tokens[-1] == eos else [eos]
-                feedback = closing + self._tokens(self.format.feedback(step.observation["content"]))
-                spent = len(completion_ids[i]) + len(feedback)
-                if self.completion_budget is not None and spent >= self.completion_budget:
-                    finals[i], budget_stopped[i] = envs[i].episode_reward(), True
-                    records[i][-1] = replace(
-                        records[i][-1], feedback=None, reward=finals[i],
-                        stopped=f"completion budget: {spent} of {self.completion_budget} tokens with the feedback",
-                    )  # fmt: skip
-                    continue
-                completion_ids[i] += feedback
-                env_mask[i] += [0] * len(feedback)
-                logprobs[i] += [ENVIRONMENT_LOGPROB] * len(feedback)
-                still_active.append(i)
-            active = still_active
+            active = [i for i, turn in zip(active, turns, strict=True) if self._take_turn(batch, i, envs[i], turn)]
         self.last_trajectories = [env.trajectory for env in envs]
-        self.last_examples, self.last_records = list(examples), records
+        self.last_examples, self.last_records = list(examples), batch.records
         unscored = dict.fromkeys(component_names(self.env_config.reward), 0.0)
         return {
-            "prompt_ids": prompt_ids,
-            "completion_ids": completion_ids,
-            "logprobs": logprobs if sampled_logprobs else None,
-            "env_mask": env_mask,
-            "reward_components": [dict(b.components) if b is not None else dict(unscored) for b in finals],
+            "prompt_ids": batch.prompt_ids,
+            "completion_ids": batch.completion_ids,
+            "logprobs": batch.logprobs if batch.sampled_logprobs else None,
+            "env_mask": batch.env_mask,
+            "reward_components": [dict(b.components) if b is not None else dict(unscored) for b in batch.finals],
             "num_turns": [len(t.turns) for t in self.last_trajectories],
             "k_star": [t.k_star or 0 for t in self.last_trajectories],
             "first_turn_f": [t.turns[0].f if t.turns else 0.0 for t in self.last_trajectories],
             "first_turn_match": [bool(t.turns and t.turns[0].match) for t in self.last_trajectories],
             "final_sql": [t.turns[-1].sql if t.turns else None for t in self.last_trajectories],
-            "gold_error": gold_errors,
-            "budget_stopped": budget_stopped,
+            "gold_error": batch.gold_errors,
+            "budget_stopped": batch.budget_stopped,
         }
+
+    def _take_turn(self, batch: _Batch, i: int, env: SQLRefineEnv, turn: SampledTurn) -> bool:
+        """Episode ``i``'s sampled ``turn`` into its streams and its environment; True while it goes on
+        (then the feedback, environment-written with mask 0, is in its completion)."""
+        sampled, turn = len(turn.tokens), self._within_budget(turn, len(batch.completion_ids[i]))
+        batch.completion_ids[i] += turn.tokens
+        batch.env_mask[i] += [1] * len(turn.tokens)
+        if turn.logprobs is None:
+            batch.sampled_logprobs = False
+        else:
+            batch.logprobs[i] += turn.logprobs
+        if batch.gold_errors[i]:  # nothing to compare with: the episode ends unscored
+            return False
+        step = env.step(self._text(turn.tokens))
+        batch.records[i].append(step.info)
+        if step.terminated or step.truncated:
+            batch.finals[i] = step.info.reward
+            if len(turn.tokens) < sampled:
+                batch.budget_stopped[i] = True
+                batch.records[i][-1] = replace(step.info, stopped=(
+                    f"completion budget: this turn cut at {len(turn.tokens)} of {sampled} sampled tokens"
+                ))  # fmt: skip
+            return False
+        assert step.observation is not None
+        # A turn cut by the token limit is closed with eos, written by the environment (mask 0).
+        eos = int(self.tokenizer.eos_token_id)
+        closing = [] if turn.tokens and turn.tokens[-1] == eos else [eos]
+        feedback = closing + self._tokens(self.format.feedback(step.observation["content"]))
+        spent = len(batch.completion_ids[i]) + len(feedback)
+        if self.completion_budget is not None and spent >= self.completion_budget:
+            batch.finals[i], batch.budget_stopped[i] = env.episode_reward(), True
+            batch.records[i][-1] = replace(
+                batch.records[i][-1], feedback=None, reward=batch.finals[i],
+                stopped=f"completion budget: {spent} of {self.completion_budget} tokens with the feedback",
+            )  # fmt: skip
+            return False
+        batch.completion_ids[i] += feedback
+        batch.env_mask[i] += [0] * len(feedback)
+        batch.logprobs[i] += [ENVIRONMENT_LOGPROB] * len(feedback)
+        return True
 
     def _within_budget(self, turn: SampledTurn, spent: int) -> SampledTurn:
         """``turn`` cut to the completion budget's remaining tokens (the environment then judges the cut text)."""
