@@ -3,8 +3,10 @@ reads them, ``skyrl_gym.make`` with those extras, then steps on a real database.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,7 +72,7 @@ def test_registered_made_and_stepped_mismatch_then_match(rows: list[dict[str, An
     assert opening == prompt
     assert [m["role"] for m in opening] == ["system", "user"]
     assert "CREATE TABLE singer" in opening[1]["content"]
-    assert meta == {"db_id": "music", "max_turns": 3, "gold_error": ""}
+    assert meta == {"db_id": "music", "max_turns": 3, "gold_error": "", "database_error": ""}
 
     first = env.step(WRONG)
     assert first["done"] is False
@@ -117,6 +119,7 @@ def test_a_failing_gold_ends_the_episode_with_reward_zero(rows: list[dict[str, A
     step = env.step(RIGHT)
     assert (step["done"], step["reward"], step["observations"]) == (True, 0.0, [])
     assert step["metadata"]["gold_error"] == meta["gold_error"]
+    assert step["metadata"]["stop"] == "gold_invalid"
 
 
 def test_step_rewards_add_up_to_the_trajectory_reward(rows: list[dict[str, Any]]) -> None:
@@ -133,9 +136,6 @@ def test_step_rewards_add_up_to_the_trajectory_reward(rows: list[dict[str, Any]]
 
 
 def test_bad_rows_and_settings_say_what_to_fix(rows: list[dict[str, Any]]) -> None:
-    assert rows[1]["extra_info"]["verified"] is False
-    with pytest.raises(DatasetError, match="database not found"):
-        make(rows[1])
     with pytest.raises(ConfigError, match="unknown progress_sql env_config keys: turns"):
         make(rows[0], turns=2)
     broken = {k: v for k, v in rows[0].items() if k != "reward_spec"}
@@ -171,3 +171,68 @@ def test_registration_defaults_then_env_config_then_skyrl_turn_budget(rows: list
     assert (env.config.reward, env.config.progressive.gamma, env.config.odt.alpha, env.config.preset) == (
         "one-shot", 0.8, 0.6, "spider")  # fmt: skip
     skyrl_gym.envs.registration.deregister("progress_sql_defaults")
+
+
+def agent_loop(row: dict[str, Any], outputs: Sequence[str], max_turns: int = 3) -> dict[str, Any]:
+    """One trajectory the way skyrl 0.4.0's SkyRLGymGenerator.agent_loop runs it, with ``outputs`` as
+    the model's texts (skyrl/train/generators/skyrl_gym_generator.py): the row split as PromptDataset
+    does (skyrl/train/dataset/dataset.py:86-93); ``env_extras["max_turns"]`` set (:393);
+    ``skyrl_gym.make(env_class, env_config=..., extras=env_extras)`` (:396-397); ``env.init`` on a deep
+    copy of the prompt (:401, 404); ``env.step(output)`` while not done (:458, 549-553); then
+    ``env.get_metrics()`` and ``env.close()`` (:640-642). Nothing there catches an exception: one raise
+    from the environment ends the whole generation step."""
+    extras = {key: value for key, value in row.items() if key not in ("prompt", "env_class")}
+    extras["max_turns"] = max_turns
+    register_env()  # what the entry point does in the Ray task before the generator runs
+    env = skyrl_gym.make(row["env_class"], env_config={}, extras=extras)
+    chat_history, init_metadata = env.init(copy.deepcopy(row["prompt"]))
+    steps: list[Any] = []
+    replies = iter(outputs)
+    while not (steps and steps[-1]["done"]):
+        steps.append(env.step(next(replies)))
+    metrics = env.get_metrics()
+    env.close()
+    return {"chat_history": chat_history, "init_metadata": init_metadata, "steps": steps, "metrics": metrics}
+
+
+def test_a_missing_database_is_a_scored_failure_and_the_next_row_scores(rows: list[dict[str, Any]]) -> None:
+    """A row whose database is not on this node ends after one model turn with reward 0 and the
+    reason in the metadata (as verl's agent loop scores it), and the run goes on: the next, healthy
+    row in the same process scores normally."""
+    missing = rows[1]
+    assert missing["extra_info"]["verified"] is False
+    failed = agent_loop(missing, [RIGHT])
+    assert failed["chat_history"] == missing["prompt"]
+    assert "database not found" in failed["init_metadata"]["database_error"]
+    assert len(failed["steps"]) == 1
+    (step,) = failed["steps"]
+    assert step["reward"] == 0.0
+    assert step["done"] is True
+    assert step["observations"] == []
+    assert step["metadata"]["stop"] == "database_error"
+    assert step["metadata"]["database_error"] == failed["init_metadata"]["database_error"]
+    assert step["metadata"]["gold_error"] == ""
+    assert failed["metrics"]["reward"] == 0.0
+    assert failed["metrics"]["match"] is False
+
+    healthy = agent_loop(rows[0], [WRONG, RIGHT])
+    assert [s["done"] for s in healthy["steps"]] == [False, True]
+    assert healthy["steps"][-1]["metadata"]["match"] is True
+    assert healthy["steps"][-1]["reward"] > 0
+    assert healthy["metrics"]["match"] is True
+
+
+def test_a_database_that_cannot_be_read_is_a_scored_failure(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    """A database file that is there but is no SQLite database: the DatasetError it raises while the
+    gold is prepared is recorded as the row's ``database_error``, never raised into SkyRL."""
+    broken = tmp_path / "broken" / "broken.sqlite"
+    broken.parent.mkdir()
+    broken.write_bytes(b"not a database" * 100)
+    extra_info = {**rows[0]["extra_info"], "db_id": "broken", "db_path": str(broken)}
+    row = {**rows[0], "extra_info": extra_info}
+    failed = agent_loop(row, [RIGHT])
+    (step,) = failed["steps"]
+    assert step["reward"] == 0.0
+    assert step["done"] is True
+    assert step["metadata"]["stop"] == "database_error"
+    assert "not a readable SQLite database" in step["metadata"]["database_error"]

@@ -135,6 +135,10 @@ def run_registered(run: Callable[[], Any], env_id: str = SKYRL_ENV_CLASS) -> Any
     return run()
 
 
+def _missing_database(db_path: str) -> str:
+    return f"database not found: {db_path} (the row is unverified: put the database there or export without it)"
+
+
 class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
     """One refinement episode per instance (SkyRL makes one environment per trajectory)."""
 
@@ -151,11 +155,10 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
         self.settings = replace(given, config=row_env_config(given.config, extras))
         self.config, self.step_rewards = self.settings.config, self.settings.step_rewards
         self.example = skyrl_example(extras)
-        if not Path(self.example.db_path).is_file():
-            raise DatasetError(
-                f"database not found: {self.example.db_path} (the row is unverified: put the database there "
-                "or export without it)"
-            )
+        # A database missing on this node is recorded, not raised: SkyRL's agent_loop has no except
+        # around make/init/step, so one raise here would end the whole generation step.
+        self.database_error = "" if Path(self.example.db_path).is_file() else _missing_database(self.example.db_path)
+        self.gold_error = ""
         self.max_turns = self.config.max_turns
         self.env = _env_for(self.settings)
         self._reward_so_far = 0.0
@@ -163,30 +166,44 @@ class ProgressSQLEnv(BaseTextEnv):  # type: ignore[misc]
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Prepare the gold; the exported prompt is the environment's own, so it is returned as given
-        (or built when empty). A gold that fails or times out (``gold_error`` in the metadata) makes
-        the episode end at the first step with reward 0 instead of raising."""
+        (or built when empty). A gold that fails or times out (``gold_error`` in the metadata) or a
+        database this node cannot open (``database_error``) makes the episode end at the first step
+        with reward 0 instead of raising."""
         self.turns = 0
         self.asks = 0
         self._reward_so_far = 0.0
         self.gold_error = ""
-        try:
-            messages = self.env.reset(self.example)
-        except GoldQueryError as error:  # one bad row must not end a long training run
-            self.gold_error = str(error)
-            messages = []
+        messages: list[Any] = []
+        if not self.database_error:
+            try:
+                messages = self.env.reset(self.example)
+            except GoldQueryError as error:  # one bad row must not end a long training run
+                self.gold_error = str(error)
+            except DatasetError as error:  # nor one node without (or with a broken) database
+                self.database_error = str(error)
         opening = list(prompt) if prompt else [{"role": m["role"], "content": m["content"]} for m in messages]
-        return opening, {"db_id": self.example.db_id, "max_turns": self.max_turns, "gold_error": self.gold_error}
+        return opening, {"db_id": self.example.db_id, "max_turns": self.max_turns, **self._unscored_marks()}
+
+    def _unscored_marks(self) -> dict[str, str]:
+        # verl's names (integrations/verl/reward.py GOLD_ERROR_KEY, DATABASE_ERROR_KEY), without its prefix
+        return {"gold_error": self.gold_error, "database_error": self.database_error}
+
+    def _unscored_step(self) -> BaseTextEnvStepOutput:
+        """The one step of an episode that cannot be scored: reward 0, done, the reason in the metadata
+        (``stop`` as verl's agent loop names it: gold_invalid or database_error)."""
+        stop = "gold_invalid" if self.gold_error else "database_error"
+        return BaseTextEnvStepOutput(
+            observations=[],
+            reward=0.0,
+            done=True,
+            metadata={**self._unscored_marks(), "stop": stop},
+            postprocessed_action=None,
+        )
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
-        if self.gold_error:  # nothing to compare with: the episode ends at once with reward 0
-            return BaseTextEnvStepOutput(
-                observations=[],
-                reward=0.0,
-                done=True,
-                metadata={"gold_error": self.gold_error},
-                postprocessed_action=None,
-            )
+        if self.gold_error or self.database_error:  # nothing to compare with or run on
+            return self._unscored_step()
         result = self.env.step(action)
         self._last = result.info
         self.asks += result.info.action == "ask"
