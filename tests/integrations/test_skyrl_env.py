@@ -176,7 +176,7 @@ def test_registration_defaults_then_env_config_then_skyrl_turn_budget(rows: list
 def agent_loop(row: dict[str, Any], outputs: Sequence[str], max_turns: int = 3) -> dict[str, Any]:
     """One trajectory the way skyrl 0.4.0's SkyRLGymGenerator.agent_loop runs it, with ``outputs`` as
     the model's texts (skyrl/train/generators/skyrl_gym_generator.py): the row split as PromptDataset
-    does (skyrl/train/dataset/dataset.py:86-93); ``env_extras["max_turns"]`` set (:393);
+    does (skyrl/train/dataset/dataset.py:86-94); ``env_extras["max_turns"]`` set (:393);
     ``skyrl_gym.make(env_class, env_config=..., extras=env_extras)`` (:396-397); ``env.init`` on a deep
     copy of the prompt (:401, 404); ``env.step(output)`` while not done (:458, 549-553); then
     ``env.get_metrics()`` and ``env.close()`` (:640-642). Nothing there catches an exception: one raise
