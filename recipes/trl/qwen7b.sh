@@ -4,7 +4,7 @@
 # under DeepSpeed ZeRO-3 (zero3.yaml; fsdp.yaml with ACCELERATE_CONFIG=fsdp.yaml; multi_gpu.yaml only with
 # --lora), rollouts by a vLLM engine colocated on each GPU, logs to TensorBoard (OUT/rl/checkpoints/runs).
 #
-# Environment: MODEL, TASK (default: Spider's training questions), DATA_DIR, OUT, ACCELERATE_CONFIG
+# Environment: MODEL, TASK (default spider-train: Spider's training questions), DATA_DIR, OUT, ACCELERATE_CONFIG
 # (a file of recipes/trl/, default zero3.yaml). Extra arguments go to `progress-sql train` and win.
 # PROGRESS_SQL_DRY_RUN=1 prints the command instead of running it.
 #
@@ -18,7 +18,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MODEL="${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}"
 DATA_DIR="${DATA_DIR:-$HOME/data/spider}"
-TASK="${TASK:-$DATA_DIR/train_spider.json}"
+TASK="${TASK:-spider-train}"
 OUT="${OUT:-runs/trl-qwen7b}"
 ACCELERATE_CONFIG="${ACCELERATE_CONFIG:-zero3.yaml}"
 

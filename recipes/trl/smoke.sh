@@ -4,8 +4,9 @@
 # multi-turn rollout through vLLM with its log-probabilities, the progressive reward, the optimizer,
 # a checkpoint, the final save and held-out EX before and after).
 #
-# Environment: MODEL (default Qwen/Qwen2.5-0.5B-Instruct), TASK (default spider-dev: a pipeline check,
-# not a result), DATA_DIR (the benchmark folder), OUT (default runs/trl-smoke). Extra arguments go to
+# Environment: MODEL (default Qwen/Qwen2.5-0.5B-Instruct), TASK (default spider-train: Spider's training
+# questions; an evaluation task such as spider-dev is refused by the leakage guard, exit 2), DATA_DIR
+# (the benchmark folder), OUT (default runs/trl-smoke). Extra arguments go to
 # `progress-sql train` and win. PROGRESS_SQL_DRY_RUN=1 prints the command instead of running it.
 #
 # What a healthy run shows (expected shapes, not measured figures):
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 MODEL="${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}"
-TASK="${TASK:-spider-dev}"
+TASK="${TASK:-spider-train}"
 DATA_DIR="${DATA_DIR:-$HOME/data/spider}"
 OUT="${OUT:-runs/trl-smoke}"
 

@@ -1,21 +1,21 @@
 """recipes/trl/: the `accelerate launch` configs as accelerate 1.x itself reads and validates them, and the
-smoke and 8-GPU recipes' commands as `accelerate launch` and `progress-sql train` parse them."""
+smoke and 8-GPU recipes' commands as `accelerate launch` and `progress-sql train` parse them, each run
+through its real data stage (leakage guard, config.json, gold audit) up to the model load."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from progress_sql.cli import app
 from progress_sql.training.recipe import TrainConfig
+from tests.integrations.recipe_data import spider_layout, train_until_model_load
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "trl"
-runner = CliRunner()
 
 
 def launch_args(config: Path, *script: str) -> Any:
@@ -75,34 +75,35 @@ def recipe_command(script: str, *extra: str, **env: str) -> list[str]:
     return result.stdout.splitlines()
 
 
-class CapturedError(Exception):
-    def __init__(self, config: TrainConfig) -> None:
-        self.config = config
+@pytest.fixture(scope="module")
+def spider(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return spider_layout(tmp_path_factory.mktemp("spider"))
 
 
-def train_config(arguments: list[str], monkeypatch: pytest.MonkeyPatch) -> TrainConfig:
-    """The TrainConfig `progress-sql train ARGUMENTS` would run (run_pretrained stands in at its boundary)."""
-    import progress_sql.training.recipe as recipe
-
-    def capture(config: TrainConfig, *_: object) -> None:
-        raise CapturedError(config)
-
-    monkeypatch.setattr(recipe, "run_pretrained", capture)
-    assert arguments[0] == "train"
-    result = runner.invoke(app, arguments)
-    assert isinstance(result.exception, CapturedError), result.output
-    return result.exception.config
+def data_stage(arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TrainConfig:
+    """The recipe's ``train`` through its real data stage; the run folder it leaves says the data was clean."""
+    stage = train_until_model_load(arguments, monkeypatch, tmp_path / "hub")
+    assert stage.reached_model_load, stage.output
+    assert stage.config is not None
+    out = stage.config.out
+    written = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert written["model"] == stage.config.model
+    assert (out / "dropped.jsonl").is_file()  # the gold audit ran and says what it dropped
+    return stage.config
 
 
-def test_smoke_recipe_runs_a_few_steps_on_one_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_smoke_recipe_runs_a_few_steps_on_one_gpu(
+    spider: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from trl import GRPOConfig
 
     from progress_sql.training.rl import trainer_args
 
-    command = recipe_command("smoke.sh", OUT=str(tmp_path / "smoke"), DATA_DIR=str(tmp_path))
+    command = recipe_command("smoke.sh", OUT=str(tmp_path / "smoke"), DATA_DIR=str(spider))
     assert command[0] == "progress-sql"
-    config = train_config(command[1:], monkeypatch)
+    config = data_stage(command[1:], tmp_path, monkeypatch)
     assert config.model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert not config.allow_eval_overlap
     rl = config.rl
     assert (rl.steps, rl.turns, rl.generations, rl.temperature, rl.learning_rate) == (5, 4, 8, 1.0, 1e-6)
     assert (rl.vllm_mode, rl.save_total_limit, config.rl_prompts) == ("colocate", 1, 64)
@@ -111,21 +112,33 @@ def test_smoke_recipe_runs_a_few_steps_on_one_gpu(tmp_path: Path, monkeypatch: p
     assert grpo.generation_kwargs == {"max_tokens": 512}
 
 
+def test_the_smoke_recipe_refuses_an_evaluation_task(
+    spider: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TASK=spider-dev is what the recipe used to default to: the leakage guard stops it before any model."""
+    command = recipe_command("smoke.sh", OUT=str(tmp_path / "smoke"), DATA_DIR=str(spider), TASK="spider-dev")
+    stage = train_until_model_load(command[1:], monkeypatch, tmp_path / "hub")
+    assert stage.exit_code == 2, stage.output
+    assert "evaluation databases" in stage.output
+    assert not stage.reached_model_load
+    assert not (tmp_path / "smoke" / "config.json").exists()
+
+
 @pytest.mark.parametrize("accelerate_config", ["zero3.yaml", "fsdp.yaml"])
 def test_eight_gpu_recipe_launches_train_through_accelerate(
-    accelerate_config: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    accelerate_config: str, spider: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from progress_sql.training.rl import batch_layout
 
     command = recipe_command(
-        "qwen7b.sh", "--steps", "3", OUT=str(tmp_path / "run"), DATA_DIR=str(tmp_path),
+        "qwen7b.sh", "--steps", "3", OUT=str(tmp_path / "run"), DATA_DIR=str(spider),
         ACCELERATE_CONFIG=accelerate_config,
     )  # fmt: skip
     assert command[:2] == ["accelerate", "launch"]
     args = launch_args(Path(command[3]), *command[4:])
     assert args.num_processes == 8
     assert args.training_script_args[0] == "train"
-    config = train_config(args.training_script_args, monkeypatch)
+    config = data_stage(args.training_script_args, tmp_path, monkeypatch)
     assert config.model == "Qwen/Qwen2.5-Coder-7B-Instruct"
     assert (config.rl.steps, config.rl.turns, config.rl.learning_rate) == (3, 4, 1e-6)  # the extra argument won
     assert config.rl.report_to == ("tensorboard",)

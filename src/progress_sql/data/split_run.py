@@ -129,7 +129,9 @@ def _write_split_files(
             path = (out / f"{part.name}.{name}.json").absolute()
             path.write_text(json.dumps(chosen, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             registered = source["task"] != str(_questions_file(source))
-            entry = {"name": name, "count": "all", "data_dir": source["data_dir"]}
+            # absolute: a spec's data_dir is read relative to the spec's own folder, not to where split ran
+            data_dir = str(Path(source["data_dir"]).resolve()) if source["data_dir"] else None
+            entry = {"name": name, "count": "all", "data_dir": data_dir}
             mix_sources.append(entry | ({"task": source["task"], "questions": str(path)} if registered
                                         else {"task": str(path)}))  # fmt: skip
         mix_path = out / f"{part.name}.mix.json"
