@@ -13,10 +13,13 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.reward import get_custom_reward_fn
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.trainer.ppo.v1 import get_trainer_cls
-from verl.utils.config import omega_conf_to_dataclass
+from verl.utils.config import omega_conf_to_dataclass, validate_config
+from verl.utils.device import auto_set_device
 
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY, compute_score
+from progress_sql.integrations.verl.main import check_config
 from progress_sql.integrations.verl.trainer import TRAINER_MODE, ProgressSQLTrainer, TaskRunner
 from tests.conftest import REPO_ROOT
 from tests.with_verl.conftest import compose_verl
@@ -85,6 +88,26 @@ def test_recipe_overrides_are_verl_keys_with_the_papers_settings(name: str) -> N
     # verl's typed configs accept the values (loss modes, clip ranges, batch sizes).
     omega_conf_to_dataclass(actor)
     omega_conf_to_dataclass(rollout)
+
+
+@pytest.mark.parametrize(("name", "reference_policy"), [("grpo", True), ("gspo", False), ("smoke", True)])
+def test_verls_validate_config_passes_on_each_recipe(
+    name: str, reference_policy: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verl 0.9.1's own check of a training config (``verl/utils/config.py`` ``validate_config``: batch
+    sizes against the GPUs and ``rollout.n``, ``ActorConfig.validate``, the log-prob micro batches of
+    the rollout and, with a KL loss, of the reference policy), called as ``main_ppo.main`` calls it:
+    after ``auto_set_device``, with ``use_reference_policy``/``use_critic`` from verl's own helpers.
+    Then the entry point's own checks (:func:`check_config`, what ``main`` runs before Ray)."""
+    config = compose_verl(recipe_overrides(name))
+    auto_set_device(config)
+    assert config.trainer.device == "cuda"  # no NPU here: auto_set_device keeps verl's default
+    assert (need_reference_policy(config), need_critic(config)) == (reference_policy, False)  # GRPO: no critic
+    assert config.actor_rollout_ref.actor.use_kl_loss is reference_policy
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    assert "[validate_config] All configuration checks passed successfully!" in capsys.readouterr().out
+    check_config(config)
+    assert "[validate_config] All configuration checks passed successfully!" in capsys.readouterr().out
 
 
 def test_the_entry_point_composes_the_recipe_with_verls_config(tmp_path: Path) -> None:

@@ -22,13 +22,25 @@ from progress_sql.integrations.verl.trainer import TaskRunner
 VERL_CONFIG_DIR = str(Path(verl_main.__file__).with_name("config"))
 
 
-@hydra.main(config_path=VERL_CONFIG_DIR, config_name="ppo_trainer", version_base=None)  # type: ignore[untyped-decorator]
-def main(config: Any) -> None:
+def check_config(config: Any) -> None:
+    """verl's checks of ``main_ppo.main`` (device, ``validate_config`` with the reference policy and
+    critic derived by verl's own helpers), in the driver before Ray starts, and the v1 trainer."""
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     if not config.trainer.use_v1:
         raise ConfigError("progress_sql.integrations.verl.main runs verl's v1 trainer: drop trainer.use_v1=false")
-    verl_main.run_ppo(config, task_runner_class=TaskRunner)
+
+
+def train(config: Any, task_runner_class: Any = TaskRunner) -> None:
+    """:func:`check_config`, then verl's ``run_ppo``: ``ray.init`` from ``ray_kwargs`` (unless Ray is
+    already up), ``task_runner_class.remote()`` and ``ray.get(runner.run.remote(config))``."""
+    check_config(config)
+    verl_main.run_ppo(config, task_runner_class=task_runner_class)
+
+
+@hydra.main(config_path=VERL_CONFIG_DIR, config_name="ppo_trainer", version_base=None)  # type: ignore[untyped-decorator]
+def main(config: Any) -> None:
+    train(config)
 
 
 if __name__ == "__main__":
