@@ -144,3 +144,16 @@ def test_eight_gpu_recipe_launches_train_through_accelerate(
     assert config.rl.report_to == ("tensorboard",)
     # 64 prompts x 8 samples per step on 8 processes in passes of 4: 16 accumulated passes per GPU
     assert batch_layout(config.rl, args.num_processes) == (4, 16)
+
+
+def test_only_the_main_process_writes_the_run_artefacts(
+    spider: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 of an `accelerate launch` reads the same data and writes neither config.json nor dropped.jsonl."""
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    command = recipe_command("smoke.sh", OUT=str(tmp_path / "smoke"), DATA_DIR=str(spider))
+    stage = train_until_model_load(command[1:], monkeypatch, tmp_path / "hub")
+    assert stage.reached_model_load, stage.output
+    assert not (tmp_path / "smoke" / "config.json").exists()
+    assert not (tmp_path / "smoke" / "dropped.jsonl").exists()

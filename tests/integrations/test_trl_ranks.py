@@ -57,3 +57,12 @@ def test_ranks_with_different_live_conversations_stay_aligned(tmp_path: Path) ->
     assert seen[0]["generator_calls"] == seen[1]["generator_calls"] == 3
     # one request per turn for every process's live contexts: 2 + 2, then 0 + 2 twice
     assert seen[0]["server_requests"] == [4, 2, 2]
+    # train's metrics: one row per step in the run's file (the main process writes it), with the
+    # trajectory statistics reduced over the processes: rank 0's episodes take 1 turn, rank 1's 3
+    written = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [row["step"] for row in written] == [1, 2]
+    assert [row["trajectory/turns_mean"] for row in written] == [2.0, 2.0]
+    assert [row["trajectory/first_correct_turn_mean"] for row in written] == [2.0, 2.0]
+    # every process holds the same reduced rows
+    rows = [json.loads((tmp_path / f"rows{rank}.json").read_text(encoding="utf-8")) for rank in (0, 1)]
+    assert rows[0] == rows[1] == written

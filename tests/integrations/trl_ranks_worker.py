@@ -101,7 +101,25 @@ def main(db_path: str, out: Path) -> None:
         "server_requests": ScriptedServer.requests,
     }
     (out / f"rank{rank}.json").write_text(json.dumps(seen), encoding="utf-8")
+    log_two_steps(rollout, prompts, trainer, out)
     accelerator.wait_for_everyone()
+
+
+def log_two_steps(rollout: TrlRollout, prompts: list[str], trainer: Any, out: Path) -> None:
+    """Two optimizer steps' logs through train's own metrics sink, each after a rollout of this
+    process's episodes (the logs TRL passes are the same on every process; the trajectory statistics
+    are each process's own)."""
+    from progress_sql.training.rl import _metrics_sink, _TrajectoryStats
+
+    stats = _TrajectoryStats(rollout, group_size=2)
+    rows: list[dict[str, Any]] = []
+    sink = _metrics_sink(out / "metrics.jsonl", stats, rows)
+    with ExecutionPool(workers=1) as pool:
+        rollout.pool = pool
+        for step in (1, 2):
+            stats(prompts, trainer)
+            sink(step, {"loss": 0.25 * step, "reward": 1.0})
+    (out / f"rows{trainer.accelerator.process_index}.json").write_text(json.dumps(rows), encoding="utf-8")
 
 
 if __name__ == "__main__":

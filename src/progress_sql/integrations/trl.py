@@ -430,6 +430,24 @@ class TrlRollout:
 RewardFunc = Callable[..., list[float]]
 
 
+def reduced_across_processes(values: Mapping[str, float]) -> tuple[bool, dict[str, float]]:
+    """``(whether this is the main process, each value's mean over the training processes)``: a
+    collective call, made by every process at the same point (the trainer's ``on_log``). A key some
+    processes lack (a statistic of a first-correct turn none of their episodes reached) is averaged
+    over those that have it. One process: ``(True, values)``."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    state = PartialState()
+    if state.num_processes == 1:
+        return True, dict(values)
+    gathered: list[Mapping[str, float]] = gather_object([dict(values)])
+    keys = dict.fromkeys(key for part in gathered for key in part)
+    reduced = {key: sum(part[key] for part in gathered if key in part) / sum(key in part for part in gathered)
+               for key in keys}  # fmt: skip
+    return bool(state.is_main_process), reduced
+
+
 def component_names(reward: str, *, task_terms: bool = True) -> tuple[str, ...]:
     """The component names of a registered reward (scored on an empty trajectory), then (with
     ``task_terms``) the terms that write tasks and ambiguous questions add (``rewards/tasks.py``; 0

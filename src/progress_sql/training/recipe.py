@@ -40,7 +40,7 @@ from progress_sql.prompts import (
 from progress_sql.rewards.registry import get_reward
 from progress_sql.training.heldout import SetMeasurement, measure
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
-from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_size
+from progress_sql.training.rl import RLResult, RLSettings, run_rl, world_rank, world_size
 from progress_sql.training.selection import RL_SELECT_RULES, BestOnValidation, RLSelect
 from progress_sql.training.templates import TemplateDataset
 from progress_sql.types import Example
@@ -646,10 +646,12 @@ def _task_data(
         extra_folders=[data_dir] if data_dir is not None else [],
     )
     resolve_model(config.model)  # a bad --model fails before anything heavy (after the instant leakage guard)
-    write_config(config, config.out)
+    main = world_rank() == 0  # every process of an `accelerate launch` needs the data; one writes the artefacts
+    if main:
+        write_config(config, config.out)
     candidates = [e for i, e in enumerate(examples) if i % 10]
     advance = phase(f"gold audit (filter {config.data_filter})", 1)
-    train = filter_training_examples(candidates, config.data_filter, config.out)
+    train = filter_training_examples(candidates, config.data_filter, config.out if main else None)
     advance(1)
     if not train:
         raise DatasetError(
@@ -668,13 +670,15 @@ def _heldout_guard(config: TrainConfig, before: Accuracy, after: Accuracy) -> st
     )
 
 
-def filter_training_examples(examples: Sequence[Example], name: str, out: Path) -> list[Example]:
+def filter_training_examples(examples: Sequence[Example], name: str, out: Path | None) -> list[Example]:
     """The examples that filter set ``name`` keeps; the dropped ones, with reasons, go to
-    ``out/dropped.jsonl`` (written even when empty, so a run folder always says what was dropped)."""
+    ``out/dropped.jsonl`` (written even when empty, so a run folder always says what was dropped;
+    None: not written, on the processes of a launch other than the main one)."""
     from progress_sql.audit.filters import apply_filter, write_dropped
 
     outcome = apply_filter(examples, name)
-    write_dropped(outcome, out / "dropped.jsonl")
+    if out is not None:
+        write_dropped(outcome, out / "dropped.jsonl")
     return list(outcome.kept)
 
 

@@ -32,6 +32,7 @@ from progress_sql.integrations.trl import (
     VLLMGenerator,
     cpu_lm_head,
     grpo_trainer,
+    reduced_across_processes,
     trainer_preset,
 )
 from progress_sql.prompts import ConversationFormat
@@ -294,19 +295,21 @@ class _TrajectoryStats:
 def _metrics_sink(
     path: Path, stats: _TrajectoryStats, sink: list[dict[str, Any]]
 ) -> Callable[[int, Mapping[str, Any]], None]:
-    """Appends each optimizer step's log (TRL's numbers and the pending trajectory statistics) to
-    ``sink`` and to ``path``."""
+    """Appends each optimizer step's log (TRL's numbers, already reduced over the processes by the
+    trainer, and the pending trajectory statistics, reduced here: each process has its own episodes)
+    to ``sink`` and, on the main process only, to ``path``: one row per step, whatever the process count."""
 
     def log(step: int, logs: Mapping[str, Any]) -> None:
         if "loss" not in logs:
             return
         record = {"step": step, **{k: v for k, v in logs.items() if isinstance(v, int | float)}}
-        if stats.pending:
-            record.update(stats.pending)
-            stats.pending = {}
+        main, trajectories = reduced_across_processes(stats.pending)
+        record.update(trajectories)
+        stats.pending = {}
         sink.append(record)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        if main:
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
 
     return log
 
