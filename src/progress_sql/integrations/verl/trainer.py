@@ -37,7 +37,23 @@ def batch_extra_fields(batch: Any) -> list[dict[str, Any]]:
 
 @register_trainer(TRAINER_MODE)
 class ProgressSQLTrainer(PPOTrainerSync):  # type: ignore[misc]  # verl is not type-checked
-    """``PPOTrainerSync`` whose step metrics also carry the Progress-SQL ones (``progress_sql/...``)."""
+    """``PPOTrainerSync`` whose step metrics also carry the Progress-SQL ones (``progress_sql/...``).
+
+    verl 0.9.1's ``PPOTrainer`` tells the synchronous trainer from the asynchronous ones by the name
+    it was selected under (``verl/trainer/ppo/v1/trainer_base.py``: ``self.trainer_mode == "sync"``
+    at lines 153, 731, 902, 912, 1004 and 1499: the replay buffer, the dataloader's batch size, the
+    TransferQueue checkpoints and the prompts put into TransferQueue). Selected as
+    :data:`TRAINER_MODE`, this trainer would get ``ReplayBufferAsync`` and one prompt per dataloader
+    batch; its mode therefore reads ``"sync"``, so it runs exactly as ``PPOTrainerSync``."""
+
+    @property
+    def trainer_mode(self) -> str:
+        return "sync"
+
+    @trainer_mode.setter
+    def trainer_mode(self, value: str) -> None:  # PPOTrainer.__init__ sets trainer.v1.trainer_mode
+        if value not in (TRAINER_MODE, "sync"):
+            raise ValueError(f"ProgressSQLTrainer is the synchronous trainer {TRAINER_MODE!r}, not {value!r}")
 
     def _compute_metrics(
         self, batch: Any, metrics: dict[str, Any], timing_raw: dict[str, Any], global_steps: int, epoch: int
