@@ -1,9 +1,11 @@
 """recipes/trl/: the `accelerate launch` configs as accelerate 1.x itself reads and validates them, and the
-smoke and 8-GPU recipes' commands as `accelerate launch` and `progress-sql train` parse them, each run
-through its real data stage (leakage guard, config.json, gold audit) up to the model load."""
+smoke, 8-GPU and vLLM-server recipes' commands as `accelerate launch`, `trl vllm-serve` and `progress-sql
+train` parse them, each run through its real data stage (leakage guard, config.json, gold audit) up to the
+model load."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -157,3 +159,89 @@ def test_only_the_main_process_writes_the_run_artefacts(
     assert stage.reached_model_load, stage.output
     assert not (tmp_path / "smoke" / "config.json").exists()
     assert not (tmp_path / "smoke" / "dropped.jsonl").exists()
+
+
+def dry_run_commands(script: str, *extra: str, **env: str) -> list[list[str]]:
+    """A recipe's printed commands: one argument per line, a blank line between two commands."""
+    commands: list[list[str]] = [[]]
+    for line in recipe_command(script, *extra, **env):
+        if line:
+            commands[-1].append(line)
+        else:
+            commands.append([])
+    return commands
+
+
+def visible_devices(command: list[str]) -> set[int]:
+    """The GPUs a command printed as ``env CUDA_VISIBLE_DEVICES=... PROGRAM ...`` may use."""
+    assert command[0] == "env"
+    name, _, devices = command[1].partition("=")
+    assert name == "CUDA_VISIBLE_DEVICES"
+    return {int(device) for device in devices.split(",")}
+
+
+@pytest.mark.parametrize(("gpus", "server_gpus"), [(None, None), (2, 1), (4, 2)])
+def test_vllm_server_recipe_serves_and_trains_on_disjoint_gpus(
+    gpus: int | None, server_gpus: int | None, spider: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """None: the recipe's defaults, 8 GPUs of which the last 4 serve."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from trl import GRPOConfig
+    from trl.generation.vllm_client import VLLMClient
+    from trl.scripts.vllm_serve import build_command, make_parser
+
+    from progress_sql.training.recipe import REAL_MODEL_RL
+    from progress_sql.training.rl import batch_layout, trainer_args
+
+    layout = {} if gpus is None else {"GPUS": str(gpus), "SERVER_GPUS": str(server_gpus)}
+    machine, serving = (gpus or 8), (server_gpus or 4)
+    server, health, train = dry_run_commands(
+        "vllm_server.sh", "--steps", "3", OUT=str(tmp_path / "run"), DATA_DIR=str(spider), VLLM_PORT="8123",
+        **layout,
+    )  # fmt: skip
+    # the server: `trl vllm-serve` as TRL's own parser reads it (trl/cli/commands/vllm_serve.py), nothing
+    # left over to forward to `vllm serve`, on the last GPUs, tensor parallel over all of them
+    assert server[2:4] == ["trl", "vllm-serve"]
+    served, forwarded = make_parser(prog="trl vllm-serve").parse_args_and_config(
+        args=server[4:], return_remaining_strings=True
+    )
+    assert forwarded == []
+    assert (served.model, served.host, served.port) == ("Qwen/Qwen2.5-Coder-7B-Instruct", "127.0.0.1", 8123)
+    assert served.tensor_parallel_size == serving
+    vllm_serve = build_command(served)
+    assert vllm_serve[vllm_serve.index("--port") + 1] == "8123"
+    assert visible_devices(server) == set(range(machine - serving, machine))
+    # the probe asks the route TRL's client waits on (VLLMClient.check_server: f"{base_url}/health")
+    assert health[0] == "curl"
+    assert health[-1] == "http://127.0.0.1:8123/health"
+    assert "/health" in inspect.getsource(VLLMClient.check_server)
+    # the trainers: the other GPUs, one process each, `train --vllm server` pointed at the server
+    trainers = visible_devices(train)
+    assert trainers == set(range(machine - serving))
+    assert not trainers & visible_devices(server)
+    assert train[2:4] == ["accelerate", "launch"]
+    args = launch_command_parser().parse_args(train[4:])
+    _validate_launch_command(args)
+    assert args.use_deepspeed is True  # zero3.yaml, its num_processes replaced
+    assert args.num_processes == len(trainers)
+    assert args.training_script_args[0] == "train"
+    config = data_stage(args.training_script_args, tmp_path, monkeypatch)
+    rl = config.rl
+    assert (rl.vllm_mode, rl.vllm_server_host, rl.vllm_server_port, rl.vllm_server_timeout) == (
+        "server", "127.0.0.1", 8123, 900.0,
+    )  # fmt: skip
+    assert (rl.steps, rl.learning_rate, rl.prompts_per_step) == (3, 1e-6, REAL_MODEL_RL["prompts_per_step"])
+    assert batch_layout(rl, args.num_processes)[0] == 4  # the default step splits over the trainers
+    grpo = GRPOConfig(**{**trainer_args(rl, tmp_path, args.num_processes), "use_cpu": True})
+    assert (grpo.use_vllm, grpo.vllm_mode) == (True, "server")
+    assert (grpo.vllm_server_host, grpo.vllm_server_port, grpo.vllm_server_timeout) == ("127.0.0.1", 8123, 900.0)
+
+
+def test_vllm_server_recipe_leaves_the_trainers_a_gpu(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["bash", str(RECIPES / "vllm_server.sh")],
+        env={**os.environ, "PROGRESS_SQL_DRY_RUN": "1", "GPUS": "2", "SERVER_GPUS": "2"},
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "SERVER_GPUS (2) must leave at least one of the GPUS (2) to the trainers" in result.stderr

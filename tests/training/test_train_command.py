@@ -221,6 +221,21 @@ def test_rl_defaults_differ_for_the_embedded_model_and_a_real_one() -> None:
     assert default_rl_settings("tiny", steps=7, temperature=0.9).temperature == 0.9
 
 
+def test_lora_gets_its_own_default_learning_rate() -> None:
+    """A real model with LoRA: TRL's LoRA-for-GRPO rate (1e-5, ten times the full fine-tune's 1e-6) unless
+    an lr is given; the embedded default keeps its measured 2e-4."""
+    from progress_sql.training.recipe import REAL_MODEL_LORA_RL, REAL_MODEL_RL, default_rl_settings
+    from progress_sql.training.rl import LoraSettings
+
+    model = "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert REAL_MODEL_LORA_RL == {"learning_rate": 1e-5}
+    lora = default_rl_settings(model, lora=LoraSettings())
+    assert lora == RLSettings(**(REAL_MODEL_RL | {"learning_rate": 1e-5}), lora=LoraSettings())
+    assert default_rl_settings(model, lora=None).learning_rate == 1e-6
+    assert default_rl_settings(model, lora=LoraSettings(), learning_rate=3e-6).learning_rate == 3e-6
+    assert default_rl_settings("tiny").learning_rate == 2e-4
+
+
 class CapturedError(Exception):
     """Raised by the stand-in for a run function: the command got as far as starting the run."""
 
@@ -245,7 +260,7 @@ REAL_MODEL_OPTIONS = (
     "--turns", "--steps", "--lr", "--temperature", "--generations", "--prompts-per-step", "--per-device-batch",
     "--max-turn-tokens", "--max-completion-tokens", "--rl-prompts", "--rollout-timeout", "--save-steps",
     "--save-total-limit", "--report-to", "--lora", "--lora-r", "--lora-alpha", "--lora-target-modules", "--vllm",
-    "--vllm-gpu-memory",
+    "--vllm-gpu-memory", "--vllm-server-host", "--vllm-server-port", "--vllm-server-timeout",
 )  # fmt: skip
 
 
@@ -257,6 +272,7 @@ def test_help_lists_the_real_model_options() -> None:
     # each hyper-parameter states both defaults: the embedded model's and a real model's (the paper's)
     assert "default: 2 for the embedded tiny model, 4 for a real --model" in result.output
     assert "default: 0.0002 for the embedded tiny model, 1e-06 for a real --model" in result.output
+    assert "1e-05 for a real --model with --lora" in result.output
 
 
 def test_the_embedded_default_keeps_its_measured_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,6 +350,63 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     assert grpo.generation_kwargs == {"max_tokens": 256}  # TRL's vLLM call samples one turn per call
     assert rl.env_config().max_turns == 3
     assert rl.env_config().timeout_s == 4.0
+    # colocated: TRL's server settings stay its defaults
+    assert (grpo.vllm_server_host, grpo.vllm_server_port, grpo.vllm_server_timeout) == ("0.0.0.0", 8000, 240.0)
+
+
+def test_lora_without_lr_trains_at_the_lora_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trl import GRPOConfig
+
+    from progress_sql.training.rl import trainer_args
+
+    base = ["--out", str(tmp_path), "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--task", "questions.json"]
+    for options, lr in ((["--lora"], 1e-5), (["--lora", "--lr", "2e-6"], 2e-6), ([], 1e-6)):
+        config = parsed_config(monkeypatch, [*base, *options], "run_pretrained")
+        assert config.rl.learning_rate == lr, options
+        assert GRPOConfig(**trainer_args(replace(config.rl, use_cpu=True), tmp_path)).learning_rate == lr
+
+
+def test_vllm_server_options_reach_grpo_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trl import GRPOConfig
+
+    from progress_sql.training.rl import trainer_args
+
+    base = ["--out", str(tmp_path), "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--task", "questions.json"]
+    server = ["--vllm", "server", "--vllm-server-host", "10.0.0.7", "--vllm-server-port", "8123",
+              "--vllm-server-timeout", "900"]  # fmt: skip
+    config = parsed_config(monkeypatch, [*base, *server], "run_pretrained")
+    rl = replace(config.rl, use_cpu=True)
+    assert (rl.vllm_mode, rl.vllm_server_host, rl.vllm_server_port, rl.vllm_server_timeout) == (
+        "server", "10.0.0.7", 8123, 900.0,
+    )  # fmt: skip
+    grpo = GRPOConfig(**trainer_args(rl, tmp_path))
+    assert (grpo.use_vllm, grpo.vllm_mode) == (True, "server")
+    assert (grpo.vllm_server_host, grpo.vllm_server_port, grpo.vllm_server_timeout) == ("10.0.0.7", 8123, 900.0)
+    assert grpo.vllm_server_base_url is None  # host and port are what TRL's client connects to
+    # only the port given: the others stay TRL's defaults
+    config = parsed_config(monkeypatch, [*base, "--vllm", "server", "--vllm-server-port", "8001"], "run_pretrained")
+    grpo = GRPOConfig(**trainer_args(replace(config.rl, use_cpu=True), tmp_path))
+    assert (grpo.vllm_server_host, grpo.vllm_server_port, grpo.vllm_server_timeout) == ("0.0.0.0", 8001, 240.0)
+
+
+def test_summary_settings_record_the_lora_rate_and_the_server() -> None:
+    from progress_sql.studies.train import TrainRequest, train_config, train_settings
+    from progress_sql.training.rl import LoraSettings
+
+    request = TrainRequest(
+        model="Qwen/Qwen2.5-0.5B-Instruct", task="questions.json", report_to=("none",), lora=LoraSettings(),
+        vllm="server", vllm_server_host="127.0.0.1", vllm_server_port=8001, vllm_server_timeout=600.0,
+    )  # fmt: skip
+    settings = train_settings(request, train_config(request))
+    assert settings["lr"] == 1e-5
+    assert settings["vllm"] == "server"
+    assert (settings["vllm_server_host"], settings["vllm_server_port"], settings["vllm_server_timeout"]) == (
+        "127.0.0.1", 8001, 600.0,
+    )  # fmt: skip
+    plain = TrainRequest(model="Qwen/Qwen2.5-0.5B-Instruct", task="questions.json", report_to=("none",))
+    settings = train_settings(plain, train_config(plain))
+    assert settings["lr"] == 1e-6
+    assert settings["vllm_server_host"] is settings["vllm_server_port"] is settings["vllm_server_timeout"] is None
 
 
 def test_launch_options_are_checked(tmp_path: Path) -> None:
@@ -346,6 +419,17 @@ def test_launch_options_are_checked(tmp_path: Path) -> None:
         (["--max-turn-tokens", "512", "--max-completion-tokens", "256"], "token budgets"),
         (["--vllm-gpu-memory", "1.5"], "vllm_gpu_memory is a share"),
         (["--lora", "--lora-r", "0"], "LoRA needs r >= 1"),
+        (
+            ["--vllm-server-port", "8001"],
+            "--vllm-server-port: only with --vllm server (vllm_mode server), got --vllm off",
+        ),
+        (
+            ["--vllm", "colocate", "--vllm-server-host", "h", "--vllm-server-timeout", "9"],
+            "--vllm-server-host, --vllm-server-timeout: only with --vllm server (vllm_mode server), got --vllm "
+            "colocate",
+        ),
+        (["--vllm", "server", "--vllm-server-port", "70000"], "vllm_server_port must be a TCP port"),
+        (["--vllm", "server", "--vllm-server-timeout", "0"], "vllm_server_timeout must be > 0 seconds"),
     ):
         result = runner.invoke(app, ["train", *model, *options])
         assert result.exit_code == 2, options

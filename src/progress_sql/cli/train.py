@@ -38,7 +38,15 @@ from progress_sql.cli._common import (
 from progress_sql.progress import phases, progress_bar
 from progress_sql.runfolder import RunSummary
 from progress_sql.studies.train import TrainRequest, TrainRun, run_train
-from progress_sql.training.recipe import EMBEDDED_RL, REAL_MODEL_RL, RL_CHECK_EVERY, RL_SELECT, SFT_STEPS, SFT_TARGET
+from progress_sql.training.recipe import (
+    EMBEDDED_RL,
+    REAL_MODEL_LORA_RL,
+    REAL_MODEL_RL,
+    RL_CHECK_EVERY,
+    RL_SELECT,
+    SFT_STEPS,
+    SFT_TARGET,
+)
 from progress_sql.training.rl import REPORT_BACKENDS, LoraSettings, RLSettings
 
 _LORA = LoraSettings()
@@ -95,7 +103,14 @@ CompareReward = Annotated[
 ]
 Turns = Annotated[int | None, _option("--turns", f"Turn budget T ({_defaults('turns')}).")]
 Steps = Annotated[int | None, _option("--steps", f"RL optimizer steps ({_defaults('steps')}).")]
-Lr = Annotated[float | None, _option("--lr", f"RL learning rate ({_defaults('learning_rate')}).")]
+Lr = Annotated[
+    float | None,
+    _option(
+        "--lr",
+        f"RL learning rate ({_defaults('learning_rate')}, {REAL_MODEL_LORA_RL['learning_rate']} for a real "
+        "--model with --lora).",
+    ),
+]
 Temperature = Annotated[
     float | None, _option("--temperature", f"RL sampling temperature ({_defaults('temperature')}).")
 ]
@@ -207,6 +222,20 @@ Vllm = Annotated[
     str | None, _option("--vllm", "Generate rollouts with vLLM inside TRL: colocate or server (GPU, vllm installed).")
 ]
 VllmGpuMemory = Annotated[float, _option("--vllm-gpu-memory", "Share of each GPU a colocated vLLM engine may take.")]
+VllmServerHost = Annotated[
+    str | None,
+    _option("--vllm-server-host", "Host of the trl vllm-serve server (--vllm server only; default: TRL's, 0.0.0.0)."),
+]
+VllmServerPort = Annotated[
+    int | None, _option("--vllm-server-port", "Port of that server (--vllm server only; default: TRL's, 8000).")
+]
+VllmServerTimeout = Annotated[
+    float | None,
+    _option(
+        "--vllm-server-timeout",
+        "Seconds the trainer waits for that server to be up (--vllm server only; default: TRL's, 240).",
+    ),
+]
 
 
 def train_command(
@@ -252,6 +281,9 @@ def train_command(
     threads: Threads = None,
     vllm: Vllm = None,
     vllm_gpu_memory: VllmGpuMemory = _VLLM_GPU_MEMORY,
+    vllm_server_host: VllmServerHost = None,
+    vllm_server_port: VllmServerPort = None,
+    vllm_server_timeout: VllmServerTimeout = None,
     backend_db: str | None = backend_db_option(),
     as_json: bool = json_option(),
     view: bool = view_option(),
@@ -278,7 +310,8 @@ _RL_OPTIONS = {
 _PLAIN_OPTIONS = (
     "out", "model", "recipe", "prompt", "algorithm", "reward", "compare_reward", "rl_prompts", "sft_steps",
     "trainable_layers", "heldout_size", "sft_target", "rl_select", "rl_check_every", "task", "data_dir",
-    "data_filter", "suite", "allow_eval_overlap", "seed", "threads", "vllm", "vllm_gpu_memory", "backend_db",
+    "data_filter", "suite", "allow_eval_overlap", "seed", "threads", "vllm", "vllm_gpu_memory", "vllm_server_host",
+    "vllm_server_port", "vllm_server_timeout", "backend_db",
 )  # fmt: skip
 
 

@@ -66,6 +66,10 @@ class TrainRequest:
     threads: int | None = None
     vllm: str | None = None
     vllm_gpu_memory: float = 0.3
+    #: ``--vllm server``'s server (None: TRL's defaults); refused with any other ``vllm``.
+    vllm_server_host: str | None = None
+    vllm_server_port: int | None = None
+    vllm_server_timeout: float | None = None
     backend_db: str | None = None
 
     def __post_init__(self) -> None:
@@ -101,8 +105,9 @@ def train_config(request: TrainRequest) -> TrainConfig:
     rl = default_rl_settings(
         model, preset=request.algorithm, reward=request.reward, **(dict(chosen.rl) if chosen else {}) | given,
         report_to=request.report_to, seed=request.seed, vllm_mode=request.vllm,
-        vllm_gpu_memory=request.vllm_gpu_memory, env=_env_settings(request.suite, request.backend_db),
-        lora=request.lora,
+        vllm_gpu_memory=request.vllm_gpu_memory, vllm_server_host=request.vllm_server_host,
+        vllm_server_port=request.vllm_server_port, vllm_server_timeout=request.vllm_server_timeout,
+        env=_env_settings(request.suite, request.backend_db), lora=request.lora,
     )  # fmt: skip
     embedded = model in EMBEDDED_SIZES
     rl_prompts = request.rl_prompts if request.rl_prompts is not None else (chosen.rl_prompts if chosen else None)
@@ -175,6 +180,8 @@ def train_settings(request: TrainRequest, config: TrainConfig) -> dict[str, Any]
         "data_dir": str(request.data_dir) if request.data_dir else None, "filter": request.data_filter,
         "seed": request.seed, "threads": config.threads,
         "vllm": request.vllm, "vllm_gpu_memory": request.vllm_gpu_memory,
+        "vllm_server_host": rl.vllm_server_host, "vllm_server_port": rl.vllm_server_port,
+        "vllm_server_timeout": rl.vllm_server_timeout,
         "suite": str(request.suite) if request.suite else None, "allow_eval_overlap": request.allow_eval_overlap,
         "engine": None if request.backend_db is None else engine_settings(request.backend_db),
     }  # fmt: skip

@@ -76,11 +76,23 @@ REAL_MODEL_RL: dict[str, Any] = {
 }
 
 
+#: A real model's RL settings with LoRA adapters (``lora`` set), over :data:`REAL_MODEL_RL`. lr 1e-5, ten
+#: times the full fine-tune's 1e-6: the GRPO table of TRL's "LoRA Without Regret" guide (the TRL
+#: repository's docs/source/lora_without_regret.md, not in the wheel: ``--learning_rate`` 1.0e-5 with LoRA,
+#: 1.0e-6 full, after Schulman et al. 2025, whose LoRA optimum is about ten times full fine-tuning's); the pinned
+#: trl==1.16.0 itself keeps the same ratio in its LoRA examples (trl/scripts/sft.py:30 and :47,
+#: trl/scripts/distillation.py:31 and :42: 2.0e-5 full, 2.0e-4 LoRA). An explicit lr still wins.
+REAL_MODEL_LORA_RL: dict[str, Any] = {"learning_rate": 1e-5}
+
+
 def default_rl_settings(model: str, **overrides: Any) -> RLSettings:
     """RL settings for ``model``: :data:`EMBEDDED_RL` over :class:`RLSettings`'s defaults for the
-    embedded sizes, :data:`REAL_MODEL_RL` otherwise; ``overrides`` that are not None win."""
-    base = EMBEDDED_RL if model in EMBEDDED_SIZES else REAL_MODEL_RL
-    return RLSettings(**(base | {k: v for k, v in overrides.items() if v is not None}))
+    embedded sizes, :data:`REAL_MODEL_RL` otherwise (with :data:`REAL_MODEL_LORA_RL` over it when
+    ``lora`` is given); ``overrides`` that are not None win."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if model in EMBEDDED_SIZES:
+        return RLSettings(**(EMBEDDED_RL | given))
+    return RLSettings(**(REAL_MODEL_RL | (REAL_MODEL_LORA_RL if given.get("lora") else {}) | given))
 
 
 #: The embedded default's warm start: at most 1,200 steps, ending once validation EX reaches 0.35 (see

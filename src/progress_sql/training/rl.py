@@ -115,6 +115,12 @@ class RLSettings:
     vllm_mode: str | None = None
     #: Share of each GPU the colocated vLLM engine may take (TRL's default 0.3).
     vllm_gpu_memory: float = 0.3
+    #: The ``trl vllm-serve`` server of ``vllm_mode`` server: host, port and the seconds the trainer waits
+    #: for its ``/health`` (GRPOConfig ``vllm_server_host``/``_port``/``_timeout``); None: TRL's defaults
+    #: (0.0.0.0, 8000, 240 s). Only with ``vllm_mode`` server.
+    vllm_server_host: str | None = None
+    vllm_server_port: int | None = None
+    vllm_server_timeout: float | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -144,7 +150,31 @@ class RLSettings:
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if not 0.0 < self.vllm_gpu_memory < 1.0:
             raise ConfigError(f"vllm_gpu_memory is a share of the GPU in (0, 1), got {self.vllm_gpu_memory}")
+        self._check_vllm_server()
         self.env_config()
+
+    def _check_vllm_server(self) -> None:
+        """The server settings: only for ``vllm_mode`` server, a TCP port, a positive timeout."""
+        given = [name for name, value in self.vllm_server.items() if value is not None]
+        if given and self.vllm_mode != "server":
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            mode = self.vllm_mode or "off"
+            raise ConfigError(f"{flags}: only with --vllm server (vllm_mode server), got --vllm {mode}")
+        if self.vllm_server_host == "":
+            raise ConfigError("vllm_server_host must name a host, got ''")
+        if self.vllm_server_port is not None and not 0 < self.vllm_server_port < 65536:
+            raise ConfigError(f"vllm_server_port must be a TCP port (1-65535), got {self.vllm_server_port}")
+        if self.vllm_server_timeout is not None and self.vllm_server_timeout <= 0:
+            raise ConfigError(f"vllm_server_timeout must be > 0 seconds, got {self.vllm_server_timeout}")
+
+    @property
+    def vllm_server(self) -> dict[str, Any]:
+        """GRPOConfig's server fields as these settings give them (None: not given)."""
+        return {
+            "vllm_server_host": self.vllm_server_host,
+            "vllm_server_port": self.vllm_server_port,
+            "vllm_server_timeout": self.vllm_server_timeout,
+        }
 
     @property
     def completion_tokens(self) -> int:
@@ -367,6 +397,8 @@ def trainer_args(settings: RLSettings, out: Path, processes: int = 1) -> dict[st
             "vllm_mode": settings.vllm_mode,
             "vllm_gpu_memory_utilization": settings.vllm_gpu_memory,
             "generation_kwargs": {"max_tokens": settings.max_new_tokens},
+            # server mode only (RLSettings refuses them otherwise); the ones not given keep TRL's defaults
+            **{name: value for name, value in settings.vllm_server.items() if value is not None},
         }
     return {
         "output_dir": str(out / "checkpoints"),
