@@ -2,7 +2,8 @@
 # Progress-SQL on SkyRL 0.4.0, one-GPU smoke run: recipes/skyrl/train.sh (same entry point, same
 # environment settings file, colocated) on one GPU with a small model, a few steps and small batches.
 # It checks that the whole loop (vLLM rollouts, the environment, FSDP updates, one evaluation, the
-# final Hugging Face save) runs, not that the model learns.
+# final Hugging Face save) runs, not that the model learns. It keeps the trainer setting's four updates
+# per batch (4 prompts in mini-batches of 1) and KL term.
 #   TRAIN_DATA=... VAL_DATA=... bash recipes/skyrl/smoke.sh [extra key=value overrides]
 #
 # Data: Spider TRAIN only (export refuses spider-dev and every other evaluation task's databases:
@@ -34,7 +35,7 @@ export NNODES=1 GPUS_PER_NODE=1   # one engine, and policy and reference on the 
 exec bash "$here/train.sh" \
   "trainer.max_training_steps=$STEPS" \
   "trainer.train_batch_size=4" \
-  "trainer.policy_mini_batch_size=4" \
+  "trainer.policy_mini_batch_size=1" \
   "generator.n_samples_per_prompt=4" \
   "generator.sampling_params.max_generate_length=512" \
   "environment.skyrl_gym.max_env_workers=8" \

@@ -7,8 +7,17 @@
 # environment.skyrl_gym.progress_sql.* (here: settings_file=recipes/skyrl/env.yaml). docs/training.md
 # (SkyRL) explains each setting. Environment variables: MODEL, TRAIN_DATA, VAL_DATA (parquet files of
 # `progress-sql export --format skyrl`), ALGORITHM, NNODES, GPUS_PER_NODE, PYTHON (a Python >= 3.12
-# environment with installsets/skyrl-gpu.txt and progress-sql), EXPERIMENT, CKPT_DIR, ENV_SETTINGS.
-# PROGRESS_SQL_DRY_RUN=1 prints the command line, one argument per line, instead of starting.
+# environment with installsets/skyrl-gpu.txt and progress-sql), SETTING (the trainer setting's name,
+# default paper), EXPERIMENT, CKPT_DIR, ENV_SETTINGS. PROGRESS_SQL_DRY_RUN=1 prints the command line,
+# one argument per line, instead of starting.
+#
+# The trainer setting (G, temperature, T, KL, updates per batch, loss reduction, lengths, batch,
+# learning rate, clip range) is named once, in progress_sql/integrations/trainer_setting.py, for the
+# TRL, verl and SkyRL recipes alike (docs/training.md, "The paper setting across trainers": the
+# paper's values and ours, and why). It comes out of that module as SkyRL overrides; GSPO then replaces
+# its clip range and KL term. A whole trajectory stays within the paper's 8,192 tokens: SkyRL stops
+# once the context exceeds generator.max_input_length (8,192 - 1,024) and a turn adds at most
+# max_generate_length (1,024).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -22,14 +31,13 @@ EXPERIMENT="${EXPERIMENT:-progress-sql-$ALGORITHM}"
 CKPT_DIR="${CKPT_DIR:-$HOME/ckpts/$EXPERIMENT}"
 ENV_SETTINGS="${ENV_SETTINGS:-$here/env.yaml}"
 GPUS=$((NNODES * GPUS_PER_NODE))
+# The trainer setting as SkyRL overrides, one per line (a failure stops the recipe: set -e).
+SETTING_OVERRIDES="$("$PYTHON" -m progress_sql.integrations.trainer_setting skyrl "${SETTING:-paper}")"
+mapfile -t setting <<< "$SETTING_OVERRIDES"
 
 case "$ALGORITHM" in
-  grpo) algorithm=(
-      "trainer.algorithm.policy_loss_type=regular"
-      "trainer.algorithm.eps_clip_low=0.2"
-      "trainer.algorithm.eps_clip_high=0.2"
-      "trainer.algorithm.use_kl_loss=true"
-      "trainer.algorithm.kl_loss_coef=0.001") ;;
+  grpo) algorithm=(  # the setting's clip range and KL term
+      "trainer.algorithm.policy_loss_type=regular") ;;
   gspo) algorithm=(  # sequence-level ratios, GSPO's clip range, no KL (as the verl GSPO recipe)
       "trainer.algorithm.policy_loss_type=gspo"
       "trainer.algorithm.eps_clip_low=3e-4"
@@ -56,21 +64,11 @@ args=(
   "generator.inference_engine.num_engines=$GPUS"
   "generator.inference_engine.tensor_parallel_size=1"
   "generator.inference_engine.gpu_memory_utilization=0.6"
-  "trainer.algorithm.advantage_estimator=grpo"
-  "trainer.algorithm.loss_reduction=sequence_mean"  # the paper's per-sequence mean (SkyRL's default: token_mean)
+  "${setting[@]}"
   "${algorithm[@]}"
-  "generator.n_samples_per_prompt=8"                # the paper's G
-  "generator.sampling_params.temperature=1.0"       # the paper's
-  "generator.max_turns=4"                           # the paper's T (SkyRL's default is 1)
   "generator.use_conversation_multi_turn=true"
-  "trainer.max_prompt_length=4096"                  # ours: full schemas of BIRD databases
-  "generator.sampling_params.max_generate_length=1024"  # ours: one answer
-  "generator.max_input_length=9216"                 # prompt + 4 answers + 3 feedback turns; default = max_prompt_length cuts turns
-  "trainer.train_batch_size=64"                     # ours: prompts per step (x 8 samples)
-  "trainer.policy_mini_batch_size=16"
   "trainer.micro_train_batch_size_per_gpu=1"
   "trainer.micro_forward_batch_size_per_gpu=2"
-  "trainer.policy.optimizer_config.lr=1e-6"         # ours (TRL's and verl's recipes agree)
   "trainer.epochs=1"
   "trainer.eval_interval=20"
   "trainer.eval_before_train=true"

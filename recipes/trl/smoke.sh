@@ -11,9 +11,10 @@
 #
 # What a healthy run shows (expected shapes, not measured figures):
 # - stderr: progress bars "gold audit", "EX before RL", "RL (grpo, reward progressive)" 5/5, "EX after RL";
-# - OUT/rl/metrics.jsonl: 5 rows, steps 1..5, each with reward, rewards/{fmt,exec,late,align}/mean,
-#   trajectory/turns_mean between 1 and 4, frac_reward_zero_std below 1 (groups with a signal),
-#   completions/mean_length above 0 and a finite loss;
+# - OUT/rl/metrics.jsonl: 5 rows, steps 1..5, each with a finite loss; steps 1 and 5, the ones that
+#   generated (the trainer setting's 4 updates per generated batch, here of 16 prompts), also with reward,
+#   rewards/{fmt,exec,late,align}/mean, trajectory/turns_mean between 1 and 4, frac_reward_zero_std
+#   below 1 (groups with a signal) and completions/mean_length above 0;
 # - OUT/rl/checkpoints/checkpoint-5 (the only one kept) and OUT/rl/final/ (config.json,
 #   model.safetensors, the tokenizer), which `progress-sql eval --backend transformers` loads;
 # - stdout: the held-out EX table before and after RL (5 steps at lr 1e-6 barely move it).

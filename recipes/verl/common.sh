@@ -1,15 +1,19 @@
 # Shared settings of the Progress-SQL verl 0.9.1 recipes (sourced by grpo.sh and gspo.sh).
 #
-# The paper's settings: Qwen2.5-Coder-7B-Instruct, G = 8 samples per prompt, temperature 1.0, T = 4
-# turns (agent_loops.yaml, max_turns), 8 GPUs, loss averaged per sequence and then over sequences
-# (loss_agg_mode=seq-mean-token-mean, set explicitly: verl's default is token-mean). Everything
-# else (batch sizes, lengths, learning rate, KL) is ours and marked as such in docs/training.md.
+# The trainer setting (G, temperature, KL, updates per batch, loss aggregation, lengths, batch, learning
+# rate, clip range) is named once, in progress_sql/integrations/trainer_setting.py, for the TRL, verl
+# and SkyRL recipes alike: the paper's values where it states them (G = 8, temperature 1.0, T = 4, each
+# sequence's token mean then the mean over sequences, 8,192 tokens), ours elsewhere (docs/training.md,
+# "The paper setting across trainers", says which and why). It comes out of that module as verl
+# overrides; PROGRESS_SQL_DRY_RUN=1 shows them. T is max_turns in agent_loops.yaml. Also the paper's:
+# Qwen2.5-Coder-7B-Instruct, 8 GPUs.
 #
 # Environment variables: MODEL, TRAIN_FILES, VAL_FILES (parquet files of verl_row rows), NNODES,
-# GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), EXPERIMENT,
-# CHECKPOINT_DIR (checkpoints go to CHECKPOINT_DIR/<experiment>; made absolute, default
-# $HOME/checkpoints/progress-sql), KEEP_CHECKPOINTS (actor checkpoints kept, default 2: a 7B FSDP
-# checkpoint with optimizer state is about 80 GB), ROLLOUT_DATA_DIR (when set, every training step's
+# GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), SETTING (the
+# trainer setting's name, default paper), EXPERIMENT, CHECKPOINT_DIR (checkpoints go to
+# CHECKPOINT_DIR/<experiment>; made absolute, default $HOME/checkpoints/progress-sql), KEEP_CHECKPOINTS
+# (actor checkpoints kept, default 2: a 7B FSDP checkpoint with optimizer state is about 80 GB),
+# ROLLOUT_DATA_DIR (when set, every training step's
 # trajectories are dumped there as <step>.jsonl), LOGGER (verl's trainer.logger, default [console]).
 # PROGRESS_SQL_DRY_RUN=1 prints the overrides, one per line, instead of starting training.
 #
@@ -29,30 +33,23 @@ LOGGER="${LOGGER:-[console]}"
 # Where the installed package keeps the agent-loop registry and the reward function.
 AGENT_LOOPS="$("$PYTHON" -c 'import progress_sql.integrations.verl as v; print(v.AGENT_LOOPS_YAML)')"
 REWARD_FILE="$("$PYTHON" -c 'import progress_sql.integrations.verl.reward as r; print(r.__file__)')"
+# The trainer setting as verl overrides, one per line (a failure stops the recipe: set -e).
+SETTING_OVERRIDES="$("$PYTHON" -m progress_sql.integrations.trainer_setting verl "${SETTING:-paper}")"
+mapfile -t setting_overrides <<< "$SETTING_OVERRIDES"
 
 common_overrides=(
-  "algorithm.adv_estimator=grpo"
-  "algorithm.norm_adv_by_std_in_grpo=true"
-  "algorithm.use_kl_in_reward=false"
+  "${setting_overrides[@]}"
   "data.train_files=$TRAIN_FILES"
   "data.val_files=$VAL_FILES"
-  "data.train_batch_size=64"               # ours: prompts per step (x 8 samples)
-  "data.max_prompt_length=4096"            # ours: full schemas of BIRD databases
-  "data.max_response_length=4096"          # ours: T = 4 answers plus the feedback turns
   "data.filter_overlong_prompts=true"
   "data.truncation=error"
   "actor_rollout_ref.model.path=$MODEL"
   "actor_rollout_ref.model.use_remove_padding=true"
   "actor_rollout_ref.model.enable_gradient_checkpointing=true"
-  "actor_rollout_ref.actor.optim.lr=1e-6"  # ours
-  "actor_rollout_ref.actor.ppo_mini_batch_size=16"
   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"
-  "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"  # the paper's per-sequence mean
   "actor_rollout_ref.actor.entropy_coeff=0"
   "actor_rollout_ref.rollout.name=vllm"
   "actor_rollout_ref.rollout.mode=async"
-  "actor_rollout_ref.rollout.n=8"          # G
-  "actor_rollout_ref.rollout.temperature=1.0"
   "actor_rollout_ref.rollout.tensor_model_parallel_size=2"
   "actor_rollout_ref.rollout.gpu_memory_utilization=0.6"
   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"

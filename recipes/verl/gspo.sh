@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Progress-SQL with GSPO on verl 0.9.1: sequence-level importance ratios (Zheng et al., 2025) with
-# the clip range of verl's GSPO example; everything else as in grpo.sh (see common.sh).
+# the clip range of verl's GSPO example and no KL term (these replace the trainer setting's); everything
+# else as in grpo.sh (see common.sh).
 #   TRAIN_FILES=... VAL_FILES=... bash recipes/verl/gspo.sh [extra hydra overrides]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"

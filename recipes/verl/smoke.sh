@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first run on a new machine: Progress-SQL with GRPO (grpo.sh) on ONE GPU with a 0.5B model, for a
 # few steps, through the real trainer, vLLM and the agent loop, validation and a checkpoint included.
-# Minutes, not hours; docs/training.md lists what a healthy run prints.
+# Smaller batches and budgets than the trainer setting's, the same four updates per batch (8 prompts in
+# mini-batches of 2) and KL term. Minutes, not hours; docs/training.md lists what a healthy run prints.
 #   TRAIN_FILES=... VAL_FILES=... bash recipes/verl/smoke.sh [extra hydra overrides]
 set -euo pipefail
 export MODEL="${MODEL:-Qwen/Qwen2.5-Coder-0.5B-Instruct}"
@@ -18,7 +19,7 @@ exec bash "$(dirname "$0")/grpo.sh" \
   "actor_rollout_ref.rollout.tensor_model_parallel_size=1" \
   "actor_rollout_ref.rollout.gpu_memory_utilization=0.4" \
   "actor_rollout_ref.rollout.agent.num_workers=2" \
-  "actor_rollout_ref.actor.ppo_mini_batch_size=8" \
+  "actor_rollout_ref.actor.ppo_mini_batch_size=2" \
   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4" \
   "reward.num_workers=2" \
   "trainer.total_training_steps=4" \

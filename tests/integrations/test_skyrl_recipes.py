@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,11 @@ DEV_DATABASE = "fk_invalid"
 
 
 def smoke_command(*overrides: str, **env: str) -> list[str]:
-    """smoke.sh's command line (PROGRESS_SQL_DRY_RUN: one argument per line, nothing started)."""
+    """smoke.sh's command line (PROGRESS_SQL_DRY_RUN: one argument per line, nothing started); PYTHON is
+    this interpreter, which prints the trainer setting's overrides for train.sh."""
+    variables = {**os.environ, "PROGRESS_SQL_DRY_RUN": "1", "PYTHON": sys.executable, **env}
     printed = subprocess.run(
-        ["bash", str(SMOKE), *overrides], env={**os.environ, "PROGRESS_SQL_DRY_RUN": "1", **env},
-        capture_output=True, text=True, check=True,
+        ["bash", str(SMOKE), *overrides], env=variables, capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # fmt: skip
     return printed
 
@@ -57,7 +59,8 @@ def test_the_smoke_run_is_one_gpu_colocated_small_and_short() -> None:
     assert (engines.num_engines, engines.tensor_parallel_size) == (1, 1)
     assert cfg.trainer.policy.model.path == "Qwen/Qwen2.5-0.5B-Instruct"
     assert cfg.trainer.max_training_steps == 4
-    assert (cfg.trainer.train_batch_size, cfg.trainer.policy_mini_batch_size) == (4, 4)
+    # four updates per batch, as the trainer setting's (tests/integrations/test_trainer_setting.py)
+    assert (cfg.trainer.train_batch_size, cfg.trainer.policy_mini_batch_size) == (4, 1)
     assert cfg.generator.n_samples_per_prompt == 4
     assert cfg.trainer.eval_interval == cfg.trainer.max_training_steps  # one evaluation, after the last step
     assert cfg.trainer.ckpt_interval == -1  # no optimizer-state checkpoint in a smoke run

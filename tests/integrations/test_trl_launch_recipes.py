@@ -111,6 +111,8 @@ def test_smoke_recipe_runs_a_few_steps_on_one_gpu(
     assert (rl.vllm_mode, rl.save_total_limit, config.rl_prompts) == ("colocate", 1, 64)
     grpo = GRPOConfig(**{**trainer_args(rl, tmp_path), "use_cpu": True})
     assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps) == (8, 4)  # 4 prompts x 8 samples
+    # the trainer setting's KL term and 4 updates per generated batch (16 prompts)
+    assert (grpo.beta, grpo.steps_per_generation, grpo.generation_batch_size) == (0.001, 16, 128)
     assert grpo.generation_kwargs == {"max_tokens": 512}
 
 
@@ -144,8 +146,9 @@ def test_eight_gpu_recipe_launches_train_through_accelerate(
     assert config.model == "Qwen/Qwen2.5-Coder-7B-Instruct"
     assert (config.rl.steps, config.rl.turns, config.rl.learning_rate) == (3, 4, 1e-6)  # the extra argument won
     assert config.rl.report_to == ("tensorboard",)
-    # 64 prompts x 8 samples per step on 8 processes in passes of 4: 16 accumulated passes per GPU
-    assert batch_layout(config.rl, args.num_processes) == (4, 16)
+    # an update of 16 prompts x 8 samples (a quarter of a rollout batch) on 8 processes in passes of 4: 4
+    # accumulated passes per GPU
+    assert batch_layout(config.rl, args.num_processes) == (4, 4)
 
 
 def test_only_the_main_process_writes_the_run_artefacts(

@@ -309,14 +309,17 @@ def test_real_model_defaults_and_options_reach_grpo_config(tmp_path: Path, monke
     assert config.rl_prompts is None  # every training example
     rl = replace(config.rl, use_cpu=True)  # as run_pretrained does without a GPU
     grpo = GRPOConfig(**trainer_args(rl, tmp_path))
-    assert (grpo.learning_rate, grpo.num_generations, grpo.temperature, grpo.beta) == (1e-6, 8, 1.0, 0.0)
+    # the trainer setting's (integrations/trainer_setting.py; tests/integrations/test_trainer_setting.py)
+    assert (grpo.learning_rate, grpo.num_generations, grpo.temperature, grpo.beta) == (1e-6, 8, 1.0, 0.001)
     assert rl.turns == 4
     assert rl.env_config().max_turns == 4
     assert rl.env_config().timeout_s == 10.0
-    assert (grpo.max_completion_length, grpo.save_steps, grpo.save_total_limit, grpo.report_to) == (4096, 50, 2, [])
-    # 64 prompts x 8 samples per step in passes of 4 sequences: 128 accumulated passes on one GPU, 16 on 8
-    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 128, 100)
-    assert GRPOConfig(**trainer_args(rl, tmp_path, processes=8)).gradient_accumulation_steps == 16
+    assert (grpo.max_completion_length, grpo.save_steps, grpo.save_total_limit, grpo.report_to) == (4096, 200, 2, [])
+    # a rollout batch of 64 prompts x 8 samples, 4 updates of 16 prompts each in passes of 4 sequences: 32
+    # accumulated passes per update on one GPU, 4 on 8; 400 updates are 100 rollout batches
+    assert (grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps, grpo.max_steps) == (4, 32, 400)
+    assert (grpo.steps_per_generation, grpo.num_iterations, grpo.generation_batch_size) == (128, 1, 512)
+    assert GRPOConfig(**trainer_args(rl, tmp_path, processes=8)).gradient_accumulation_steps == 4
     # TRL's default (bf16 autocast over the fp32 weights, on a CPU too) where bf16 is native; fp32 elsewhere
     assert grpo.bf16 is native_bf16()
     assert not GRPOConfig(**trainer_args(replace(rl, compute_dtype="fp32"), tmp_path)).bf16

@@ -27,13 +27,15 @@ import skyrl_gym
 from skyrl.train.entrypoints import main_base
 
 from progress_sql.integrations import skyrl_entrypoint
+from progress_sql.integrations.trainer_setting import PAPER
+from tests.integrations.trainer_values import GSPO_OWN, disagreements, skyrl_values
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def recipe_arguments(algorithm: str) -> list[str]:
     """The arguments recipes/skyrl/train.sh hands to ``python -m skyrl.train.entrypoints.main_base``."""
-    env = {**os.environ, "PROGRESS_SQL_DRY_RUN": "1", "ALGORITHM": algorithm}
+    env = {**os.environ, "PROGRESS_SQL_DRY_RUN": "1", "ALGORITHM": algorithm, "PYTHON": sys.executable}
     printed = subprocess.run(
         ["bash", str(ROOT / "recipes/skyrl/train.sh")], env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -75,10 +77,14 @@ def test_main_base_runs_our_entry_point_with_the_recipes_settings(
     assert cfg.environment.skyrl_gym.progress_sql == {
         "reward": "progressive", "progressive": {"gamma": 0.5}, "timeout_s": 10.0, "step_rewards": False,
         "execution_workers": 32}  # fmt: skip
+    # the trainer setting's: max_input_length + max_generate_length = 8,192 (tests/integrations/test_trainer_setting.py)
     assert (cfg.generator.max_turns, cfg.generator.max_input_length, cfg.generator.n_samples_per_prompt) == (
-        4, 9216, 8)  # fmt: skip
+        4, 7168, 8)  # fmt: skip
+    assert (cfg.trainer.train_batch_size, cfg.trainer.policy_mini_batch_size) == (64, 16)
     assert cfg.trainer.algorithm.advantage_estimator == "grpo"
     assert cfg.trainer.algorithm.loss_reduction == "sequence_mean"
+    # SkyRL's own typed config runs the trainer setting (GSPO: its own clip range, no KL)
+    assert disagreements(PAPER, "skyrl", skyrl_values(cfg), skip=GSPO_OWN if algorithm == "gspo" else set()) == {}
     want = {"grpo": ("regular", 0.2, 0.2, True), "gspo": ("gspo", 3e-4, 4e-4, False)}[algorithm]
     algo = cfg.trainer.algorithm
     assert (algo.policy_loss_type, algo.eps_clip_low, algo.eps_clip_high, algo.use_kl_loss) == want

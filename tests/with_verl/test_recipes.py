@@ -18,10 +18,12 @@ from verl.trainer.ppo.v1 import get_trainer_cls
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
+from progress_sql.integrations.trainer_setting import PAPER
 from progress_sql.integrations.verl import AGENT_LOOPS_YAML, AGENT_NAME, TURNS_KEY, compute_score
 from progress_sql.integrations.verl.main import check_config
 from progress_sql.integrations.verl.trainer import TRAINER_MODE, ProgressSQLTrainer, TaskRunner
 from tests.conftest import REPO_ROOT
+from tests.integrations.trainer_values import GSPO_OWN, disagreements, verl_values
 from tests.with_verl.conftest import compose_verl
 
 RECORD = {"turn": 1, "sql": "SELECT 2", "format_ok": True, "exec_status": "ok", "match": False, "verdict": "mismatch",
@@ -88,6 +90,17 @@ def test_recipe_overrides_are_verl_keys_with_the_papers_settings(name: str) -> N
     # verl's typed configs accept the values (loss modes, clip ranges, batch sizes).
     omega_conf_to_dataclass(actor)
     omega_conf_to_dataclass(rollout)
+
+
+@pytest.mark.parametrize("name", ["grpo", "gspo"])
+def test_the_composed_recipe_runs_the_trainer_setting(name: str) -> None:
+    """verl's composed config, defaults included, in the trainer setting's terms: G, temperature, T, the KL
+    term, 4 updates per rollout batch, aggregation, 4,096 + 4,096 tokens, batch, lr, clip (GSPO: its own
+    clip range and no KL). tests/integrations/test_trainer_setting.py compares TRL and SkyRL the same way."""
+    values = verl_values(compose_verl(recipe_overrides(name)))
+    assert disagreements(PAPER, "verl", values, skip=GSPO_OWN if name == "gspo" else set()) == {}
+    smoke = verl_values(compose_verl(recipe_overrides("smoke")))
+    assert (smoke["updates_per_batch"], smoke["kl_coef"]) == (4, 0.001)  # smaller batches, the same updates and KL
 
 
 @pytest.mark.parametrize(("name", "reference_policy"), [("grpo", True), ("gspo", False), ("smoke", True)])

@@ -482,6 +482,11 @@ class TrainerPreset:
     description: str
 
 
+#: GSPO's optimizer updates per generated batch, whatever the setting asks: its sequence-level ratios
+#: differ from 1 only off-policy (verl's and SkyRL's GSPO recipes make four too).
+GSPO_UPDATES = 4
+
+
 def _gspo_settings(gradient_accumulation_steps: int) -> dict[str, Any]:
     return {
         "loss_type": "grpo",
@@ -489,29 +494,39 @@ def _gspo_settings(gradient_accumulation_steps: int) -> dict[str, Any]:
         "beta": 0.0,
         "epsilon": 3e-4,
         "epsilon_high": 4e-4,
-        # Sequence-level ratios only differ from 1 off-policy: several optimizer steps per generation.
-        "steps_per_generation": 4 * gradient_accumulation_steps,
+        "num_iterations": 1,
+        "steps_per_generation": GSPO_UPDATES * gradient_accumulation_steps,
         "gradient_accumulation_steps": gradient_accumulation_steps,
     }
 
 
-def trainer_preset(name: str, gradient_accumulation_steps: int = 1) -> TrainerPreset:
-    """``grpo``: the paper's setting (G = 8, temperature 1.0, TRL ``loss_type="grpo"``, the
-    per-sequence normalized objective, set explicitly since TRL defaults to ``dapo``); ``gspo``:
-    sequence-level importance sampling with more steps per generation than accumulation steps."""
+def trainer_preset(
+    name: str, gradient_accumulation_steps: int = 1, *, kl_coef: float = 0.0, updates_per_batch: int = 1
+) -> TrainerPreset:
+    """``grpo``: GRPO as the paper trains it (G = 8, temperature 1.0, ``loss_type="grpo"``: each
+    sequence's token mean, then the mean over sequences, trl@1.16.0 grpo_trainer.py:3153-3154; set
+    explicitly since TRL defaults to ``dapo``), the KL term ``beta`` = ``kl_coef`` in the loss (k3,
+    grpo_trainer.py:3098-3102 and 3149-3150; beta > 0 loads a reference model unless the policy is a PEFT
+    model, grpo_trainer.py:983-1003) and ``updates_per_batch`` optimizer updates per generated batch: TRL
+    generates once every ``steps_per_generation`` x ``num_iterations`` passes and gives each pass the next
+    slice of that batch (grpo_trainer.py:1538-1546), so ``steps_per_generation`` = updates x accumulation
+    with ``num_iterations`` 1 makes that many updates on disjoint mini-batches, each sample used once (the
+    trainer setting's, ``integrations/trainer_setting.py``). ``gspo``: sequence-level importance sampling,
+    no KL term and :data:`GSPO_UPDATES` updates per generation, whatever ``kl_coef`` and
+    ``updates_per_batch`` say."""
+    grpo = {
+        "loss_type": "grpo", "num_generations": 8, "temperature": 1.0, "beta": kl_coef, "num_iterations": 1,
+        "steps_per_generation": updates_per_batch * gradient_accumulation_steps,
+        "gradient_accumulation_steps": gradient_accumulation_steps,
+    }  # fmt: skip
     presets = {
-        "grpo": TrainerPreset(
-            "grpo",
-            {"loss_type": "grpo", "num_generations": 8, "temperature": 1.0, "beta": 0.0,
-             "gradient_accumulation_steps": gradient_accumulation_steps},
-            "GRPO as in the paper (verl GRPO: per-sequence mean of token losses)",
-        ),
+        "grpo": TrainerPreset("grpo", grpo, "GRPO as in the paper (verl GRPO: per-sequence mean of token losses)"),
         "gspo": TrainerPreset(
             "gspo",
             {"num_generations": 8, "temperature": 1.0, **_gspo_settings(gradient_accumulation_steps)},
             "GSPO: sequence-level importance ratios (Zheng et al., 2025)",
         ),
-    }  # fmt: skip
+    }
     return lookup(presets, name, "trainer preset")
 
 

@@ -26,6 +26,7 @@ from progress_sql.data.ddl import db_details
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy, PairedChange, pooled
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.integrations.trainer_setting import PAPER
 from progress_sql.progress import Phase
 from progress_sql.prompts import (
     PAPER_STYLE,
@@ -54,24 +55,27 @@ EMBEDDED_SIZES = ("tiny", "small")
 #: reward up, greedy EX flat. Up to 56% of groups are tied (no signal): 8 prompts a step, not 4.
 EMBEDDED_RL: dict[str, Any] = {"steps": 300, "prompts_per_step": 8, "learning_rate": 2e-4, "temperature": 0.5}
 
-#: A real model's RL settings. The paper's (Section 5 and Appendix B): G = 8 samples at temperature 1.0,
-#: T = 4 turns, sequences of at most 8,192 tokens (here 4,096 of completion, as the verl recipe's
-#: data.max_response_length, beside prompts of up to 4,096). lr 1e-6 is TRL's default and the verl
-#: recipe's (the paper's Table 4 is not in our text). Ours: 1,024 tokens per turn, 64 prompts per step
-#: (the verl recipe's data.train_batch_size) in passes of 4 sequences per GPU, 100 steps (about one pass
-#: over Spider's 7,000 training questions), a 10 s SQL timeout, a checkpoint every 50 steps, the last 2 kept.
+#: A real model's RL settings: the trainer setting the TRL, verl and SkyRL recipes share
+#: (integrations/trainer_setting.py ``PAPER``; docs/training.md says which values are the paper's and
+#: which ours), in TRL's terms: a step is one optimizer update on ``prompts_per_step`` prompts, a quarter
+#: of a rollout batch of 64 (G = 8 samples each at temperature 1.0, T = 4, KL 0.001, lr 1e-6; 4,096
+#: completion tokens, 1,024 per turn). Ours besides: passes of 4 sequences per GPU, 400 updates (100
+#: rollout batches, about one pass over Spider's 7,000 training questions), a 10 s SQL timeout, a
+#: checkpoint every 200 updates (50 rollout batches), the last 2 kept.
 REAL_MODEL_RL: dict[str, Any] = {
-    "turns": 4,
-    "generations": 8,
-    "temperature": 1.0,
-    "learning_rate": 1e-6,
-    "max_new_tokens": 1024,
-    "max_completion_tokens": 4096,
-    "prompts_per_step": 64,
+    "turns": PAPER.turns.value,
+    "generations": PAPER.samples_per_prompt.value,
+    "temperature": PAPER.temperature.value,
+    "learning_rate": PAPER.learning_rate.value,
+    "kl_coef": PAPER.kl_coef.value,
+    "updates_per_batch": PAPER.updates_per_batch.value,
+    "max_new_tokens": PAPER.turn_tokens.value,
+    "max_completion_tokens": PAPER.response_tokens,
+    "prompts_per_step": PAPER.mini_batch_prompts,
     "per_device_batch": 4,
-    "steps": 100,
+    "steps": 100 * PAPER.updates_per_batch.value,
     "timeout_s": 10.0,
-    "save_steps": 50,
+    "save_steps": 50 * PAPER.updates_per_batch.value,
     "save_total_limit": 2,
 }
 

@@ -93,6 +93,12 @@ class RLSettings:
     #: (``max_new_tokens`` + 40), room for a short feedback turn after each answer.
     max_completion_tokens: int | None = None
     temperature: float = 1.0
+    #: beta of the KL term beta x D_KL(pi_theta || pi_ref) in the loss (TRL's ``beta``; > 0 loads a
+    #: reference model, none with LoRA); 0: no KL term, as the CPU runs were measured.
+    kl_coef: float = 0.0
+    #: Optimizer updates per generated batch: a rollout batch is ``updates_per_batch`` x
+    #: ``prompts_per_step`` prompts, each sample used in one update (the GSPO preset makes its own 4).
+    updates_per_batch: int = 1
     timeout_s: float = 2.0
     save_steps: int = 10
     #: Checkpoints kept under ``<out>/checkpoints`` (the oldest are deleted); None: all.
@@ -128,6 +134,10 @@ class RLSettings:
             raise ConfigError(f"the turn budget T must be >= 1, got {self.turns}")
         if self.steps < 1 or self.prompts_per_step < 1 or self.generations < 2:
             raise ConfigError("RL needs steps >= 1, prompts_per_step >= 1 and generations >= 2 (a group)")
+        if self.kl_coef < 0 or self.updates_per_batch < 1:
+            raise ConfigError(
+                f"RL needs kl_coef >= 0 and updates_per_batch >= 1, got {self.kl_coef} and {self.updates_per_batch}"
+            )
         if self.max_new_tokens < 1 or self.completion_tokens < self.max_new_tokens:
             raise ConfigError(
                 f"token budgets: a turn needs >= 1 token and the whole completion ({self.completion_tokens}) at "
@@ -386,7 +396,8 @@ def trainer_args(settings: RLSettings, out: Path, processes: int = 1) -> dict[st
     """``GRPOConfig``'s keyword arguments for ``settings``, checkpoints under ``out/checkpoints``, on
     ``processes`` training processes."""
     per_device, accumulation = batch_layout(settings, processes)
-    preset = dict(trainer_preset(settings.preset, accumulation).settings)
+    preset = dict(trainer_preset(settings.preset, accumulation, kl_coef=settings.kl_coef,
+                                 updates_per_batch=settings.updates_per_batch).settings)  # fmt: skip
     preset["num_generations"] = settings.generations
     preset["temperature"] = settings.temperature
     vllm: dict[str, Any] = {}
