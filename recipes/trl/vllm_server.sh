@@ -16,7 +16,7 @@
 # VLLM_PORT (default 8000), SERVER_WAIT (seconds to wait for the server, also train's
 # --vllm-server-timeout; default 900). A step's prompts x 8 samples must split into passes of 4 sequences
 # on every trainer: 1, 2, 4 or 8 trainers split the default step; with 6, pass a multiple of 3 prompts
-# (--prompts-per-step 48). Extra arguments go to `progress-sql train` and win. PROGRESS_SQL_DRY_RUN=1
+# (--prompts-per-step 12: 12 prompts an update, 48 a generated batch). Extra arguments go to `progress-sql train` and win. PROGRESS_SQL_DRY_RUN=1
 # prints the commands instead of running them: the server's, the health probe's and the training's, each
 # one argument per line, a blank line between two.
 #

@@ -343,7 +343,11 @@ def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measu
     components = list(component_names(settings.reward, task_terms=False))  # the arm's own reward
     # run_rl sets the group size and temperature itself: the preset's own values would mislead here
     trainer = {
-        k: v for k, v in trainer_preset(settings.preset).settings.items() if k not in ("num_generations", "temperature")
+        k: v
+        for k, v in trainer_preset(
+            settings.preset, kl_coef=settings.kl_coef, updates_per_batch=settings.updates_per_batch
+        ).settings.items()
+        if k not in ("num_generations", "temperature")
     }
     recorded: dict[str, Any] = {
         "reward": settings.reward, "turns": settings.turns, "algorithm": settings.preset,
