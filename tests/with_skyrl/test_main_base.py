@@ -2,10 +2,12 @@
 recipe's command line: SkyRL's dispatch, its config parser and ``validate_cfg`` are real; Ray and the
 trainer (``BasePPOExp``, which needs GPUs) are stubbed at their boundaries.
 
-Collected only where skyrl is importable (/conftest.py). skyrl 0.4.0 declares Python >= 3.12; it was
-run by hand in a Python 3.11 scratch environment (``pip install --no-deps --ignore-requires-python
-skyrl==0.4.0`` plus the modules main_base imports, CPU torch), where pydantic needs
-``typing_extensions.TypedDict`` for skyrl's TypedDicts: hence the shim below, a no-op on 3.12.
+Skipped, with one line saying why, where skyrl is not importable: skyrl 0.4.0 needs Python >= 3.12 and
+torch, and the test environment is Python 3.11 because the CPU build of torch at hand is for 3.11
+(PyPI's torch for 3.12 is the CUDA build, several GB with its NVIDIA libraries). It was run by hand in a
+Python 3.11 scratch environment (``pip install --no-deps --ignore-requires-python skyrl==0.4.0`` plus
+the modules main_base imports, CPU torch), where pydantic needs ``typing_extensions.TypedDict`` for
+skyrl's TypedDicts: hence the shim below, a no-op on 3.12.
 """
 
 from __future__ import annotations
@@ -20,15 +22,29 @@ from typing import Any
 import pytest
 import typing_extensions
 
+
+def _why_skyrl_is_missing() -> str:
+    found = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+    if sys.version_info < (3, 12):
+        return (
+            f"skyrl 0.4.0 needs Python >= 3.12 and torch; this test environment is {found} (the CPU torch at "
+            "hand is for 3.11; PyPI's torch for 3.12 is the multi-GB CUDA build): run tests/with_skyrl in a "
+            "Python 3.12 environment with installsets/skyrl-gpu.txt (docs/training.md, SkyRL)"
+        )
+    return f"skyrl 0.4.0 is not installed in this {found} environment: pip install -r installsets/skyrl-gpu.txt"
+
+
+pytest.importorskip("skyrl", reason=_why_skyrl_is_missing())
+
 if sys.version_info < (3, 12):  # see the module docstring
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
 
-import skyrl_gym
-from skyrl.train.entrypoints import main_base
+import skyrl_gym  # noqa: E402  (after the skip and the shim)
+from skyrl.train.entrypoints import main_base  # noqa: E402  (after the skip and the shim)
 
-from progress_sql.integrations import skyrl_entrypoint
-from progress_sql.integrations.trainer_setting import PAPER
-from tests.integrations.trainer_values import GSPO_OWN, disagreements, skyrl_values
+from progress_sql.integrations import skyrl_entrypoint  # noqa: E402  (after the skip and the shim)
+from progress_sql.integrations.trainer_setting import PAPER  # noqa: E402  (after the skip and the shim)
+from tests.integrations.trainer_values import GSPO_OWN, disagreements, skyrl_values  # noqa: E402  (after the skip and the shim)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
