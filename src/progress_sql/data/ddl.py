@@ -1,5 +1,7 @@
-"""``db_details`` for prompts: the schema of a SQLite file in a prompt profile (``full``, ``compact`` or
-``none``), deterministic for a given file; docs/data.md#the-schema-in-the-prompt."""
+"""``db_details`` for prompts: the schema of a SQLite file in a prompt profile (``full``, ``ddl``,
+``compact`` or ``none``), deterministic for a given file; docs/data.md#the-schema-in-the-prompt.
+``ddl`` is ``full`` without the sample values: the DDL alone, as the paper's Appendix F describes
+``{db_details}``."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from typing import Literal
 from progress_sql.data.introspect import TableInfo, ValueSample, read_profile
 from progress_sql.types import SQLValue
 
-SchemaProfile = Literal["full", "compact", "none"]
-SCHEMA_PROFILES: tuple[SchemaProfile, ...] = ("full", "compact", "none")
+SchemaProfile = Literal["full", "ddl", "compact", "none"]
+SCHEMA_PROFILES: tuple[SchemaProfile, ...] = ("full", "ddl", "compact", "none")
 
 
 #: Longest sample text shown (longer strings are shortened with "...").
@@ -44,6 +46,12 @@ def render_tables(tables: Iterable[TableInfo], profile: SchemaProfile = "full") 
       name TEXT, -- examples: 'Joe'
       PRIMARY KEY (singer_id)
     );
+    >>> print(render_tables((table,), "ddl"))
+    CREATE TABLE singer (
+      singer_id INTEGER,
+      name TEXT,
+      PRIMARY KEY (singer_id)
+    );
     >>> render_tables((table,), "compact")
     'singer(singer_id, name)'
     """
@@ -51,14 +59,14 @@ def render_tables(tables: Iterable[TableInfo], profile: SchemaProfile = "full") 
         return ""
     if profile == "compact":
         return "\n".join(f"{t.name}({', '.join(c.name for c in t.columns)})" for t in tables)
-    return "\n\n".join(_create_table(table) for table in tables)
+    return "\n\n".join(_create_table(table, samples=profile == "full") for table in tables)
 
 
-def _create_table(table: TableInfo) -> str:
+def _create_table(table: TableInfo, *, samples: bool = True) -> str:
     lines = []
     for column in table.columns:
         line = f"  {column.name} {column.declared}".rstrip() + ","
-        if column.values:
+        if samples and column.values:
             line += f" -- examples: {', '.join(sample_text(value) for value in column.values)}"
         lines.append(line)
     keys = [c.name for c in table.columns if c.primary_key]

@@ -4,6 +4,15 @@ adapter reads its environment settings (docs/environment.md#sqlrefineenv, below 
 >>> config = env_config_from_mapping({"max_turns": 2, "progressive": {"gamma": 0.8}})
 >>> config.max_turns, config.progressive.gamma, config.reward
 (2, 0.8, 'progressive')
+
+``env_config_from_profile``: the :class:`EnvConfig` of a named profile (``progress_sql.profiles``),
+with any field overridden; ``progress-sql`` is ``EnvConfig()`` itself.
+
+>>> config = env_config_from_profile("paper")
+>>> config.reward, config.schema_profile, config.odt.verdict
+('progressive-paper', 'ddl', 'syntax')
+>>> env_config_from_profile("progress-sql") == EnvConfig()
+True
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError
 from progress_sql.odt import OdtConfig
 from progress_sql.odt.config import FeatureWeights
+from progress_sql.profiles import get_profile
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.tasks import TaskTermsConfig
 
@@ -57,3 +67,10 @@ def env_config_from_mapping(values: Mapping[str, Any], *, source: str = "EnvConf
     if isinstance(given.get("preset_options"), Mapping):
         given["preset_options"] = dict(given["preset_options"])
     return EnvConfig(**given)
+
+
+def env_config_from_profile(name: str, overrides: Mapping[str, Any] | None = None) -> EnvConfig:
+    """The :class:`EnvConfig` of profile ``name`` (every field it sets), ``overrides`` (plain values,
+    as :func:`env_config_from_mapping` reads them) on top."""
+    given = get_profile(name).env_fields() | dict(overrides or {})
+    return env_config_from_mapping(given, source=f"profile {name}")

@@ -14,31 +14,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.registry import lookup
-
-T = TypeVar("T")
-Source = Literal["paper", "ours"]
-
-
-@dataclass(frozen=True, slots=True)
-class Sourced(Generic[T]):
-    """A value of the setting, whose it is (``paper`` or ``ours``) and why."""
-
-    value: T
-    source: Source
-    why: str
-
-
-def paper(value: T, why: str) -> Sourced[T]:
-    return Sourced(value, "paper", why)
-
-
-def ours(value: T, why: str) -> Sourced[T]:
-    return Sourced(value, "ours", why)
-
+from progress_sql.sourced import Sourced, ours, paper
 
 #: Loss aggregations by our name: TRL ``loss_type``, verl ``loss_agg_mode``, SkyRL ``loss_reduction``.
 AGGREGATIONS = {"seq-mean-token-mean": {"trl": "grpo", "verl": "seq-mean-token-mean", "skyrl": "sequence_mean"}}

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from progress_sql.errors import ConfigError
+from progress_sql.odt.tags import TAGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +65,28 @@ DEFAULT_FALLBACK_MESSAGE = (
 )
 
 
+#: Who judges a prediction before it is profiled (docs/odt.md#the-parser-sqlglot-beside-jsqlparser-46):
+#: ``engine``: the engine compiles it against the schema when one is given (syntax, unknown tables,
+#: columns and functions: ``sql.verdict.engine_rejection``); ``syntax``: the engine's parser only, with
+#: or without a schema (``sql.verdict.syntax_rejection``), as JSQLParser judges syntax only.
+Verdict = Literal["engine", "syntax"]
+VERDICTS: tuple[Verdict, ...] = ("engine", "syntax")
+
+
 @dataclass(frozen=True, slots=True)
 class OdtConfig:
     """Weights, thresholds and messages of the Oracle-guided Diagnostic Tree.
 
     ``thresholds`` maps a tag name to the similarity below which it fires; tags not listed fire
     below :attr:`default_threshold` (1.0: any mismatch).
+
+    The switches below default to the project's ODT; each off is the paper's (docs/profiles.md):
+    ``select_order``, ``join_type``, ``nulls_order`` and ``limit_values`` profile SELECT column order,
+    outer join sides, NULLs placement and the LIMIT count and OFFSET (each weighs through its clause
+    and has its own tag; off: the similarity is 1.0, LIMIT is a presence flag); ``tag_set`` keeps only
+    the findings of those tags (None: every tag of the catalogue; ``PARSE_ERROR`` always stays: it
+    marks the fallback message); ``tag_order`` puts those codes first, in that order, in the tags and
+    the feedback (the rest follow in catalogue order).
     """
 
     weights: FeatureWeights = field(default_factory=FeatureWeights)
@@ -80,8 +98,24 @@ class OdtConfig:
     fallback_message: str = DEFAULT_FALLBACK_MESSAGE
     db_engine: str = "SQLite"
     dialect: str = "sqlite"
+    verdict: Verdict = "engine"
+    select_order: bool = True
+    join_type: bool = True
+    nulls_order: bool = True
+    limit_values: bool = True
+    tag_set: frozenset[str] | None = None
+    tag_order: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ConfigError(f"OdtConfig.verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+        # Plain values (YAML lists, trainer kwargs) become the frozen types.
+        if self.tag_set is not None:
+            object.__setattr__(self, "tag_set", frozenset(self.tag_set))
+        object.__setattr__(self, "tag_order", tuple(self.tag_order))
+        unknown = sorted((set(self.tag_set or ()) | set(self.tag_order)) - set(TAGS))
+        if unknown:
+            raise ConfigError(f"OdtConfig tag_set / tag_order name unknown tags: {', '.join(unknown)}")
         for name in ("alpha", "set_op_weight", "default_threshold"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -93,14 +127,32 @@ class OdtConfig:
     def threshold(self, tag: str) -> float:
         return self.thresholds.get(tag, self.default_threshold)
 
+    def emits(self, tag: str) -> bool:
+        """Whether a finding of ``tag`` is reported (:attr:`tag_set`; ``PARSE_ERROR`` always is)."""
+        return self.tag_set is None or tag in self.tag_set or tag == "PARSE_ERROR"
+
 
 #: Tags the paper's Appendix G never prints although its turns differ there (docs/odt.md#the-case-study-
 #: beside-the-paper): a threshold of 0 silences a tag (a similarity is never below 0).
 _PAPER_SILENT = ("JOIN_REDUNDANT", "HAVING_MISSING", "HAVING_REDUNDANT", "HAVING_ERROR")
 
-#: Named threshold profiles. ``paper-case-study`` reproduces the tag sets printed in the paper's
-#: Appendix G (turn 1: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH, SELECT_ERROR, GROUP_BY_ERROR;
-#: turn 2: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH); scores are the default's.
+#: The tag codes the paper's text names (section 4.1: SELECT_ERROR, JOIN_MISSING, GROUP_BY_MISSING;
+#: Appendix G: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH, GROUP_BY_ERROR; its Table 7 is not in the
+#: text), in an order both printouts follow (Appendix G lists JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH,
+#: SELECT_ERROR, GROUP_BY_ERROR; section 4.1 SELECT_ERROR, JOIN_MISSING, GROUP_BY_MISSING).
+PAPER_TAGS: tuple[str, ...] = (
+    "JOIN_KEY_MISMATCH",
+    "FROM_OR_JOIN_TABLE_MISMATCH",
+    "SELECT_ERROR",
+    "JOIN_MISSING",
+    "GROUP_BY_MISSING",
+    "GROUP_BY_ERROR",
+)
+
+#: Named threshold profiles (the whole ``paper`` profile, ODT included: ``progress_sql.profiles``).
+#: ``paper-case-study`` reproduces the tag sets printed in the paper's Appendix G (turn 1:
+#: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH, SELECT_ERROR, GROUP_BY_ERROR; turn 2:
+#: JOIN_KEY_MISMATCH, FROM_OR_JOIN_TABLE_MISMATCH); scores are the default's.
 PROFILES: Mapping[str, OdtConfig] = {
     "default": OdtConfig(),
     "paper-case-study": OdtConfig(thresholds=dict.fromkeys(_PAPER_SILENT, 0.0)),

@@ -34,6 +34,9 @@ With a schema, SQLite itself judges the syntax first (sqlglot accepts more than 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
 from progress_sql.data.schema import Schema
 from progress_sql.odt.build import build_odt
 from progress_sql.odt.config import OdtConfig
@@ -43,7 +46,7 @@ from progress_sql.odt.score import compare_trees
 from progress_sql.odt.tags import TAG_ORDER, Finding
 from progress_sql.sql.lexical import bigrams, lexical_similarity
 from progress_sql.sql.parse import ParseFailure
-from progress_sql.sql.verdict import engine_rejection
+from progress_sql.sql.verdict import engine_rejection, syntax_rejection
 
 _DEFAULT = OdtConfig()
 
@@ -75,13 +78,12 @@ def diagnose(
     pred_tree = build_odt(pred_text, schema, dialect=config.dialect)
     if isinstance(pred_tree, ParseFailure):
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
-    # SQLite's verdict only where sqlglot built a tree: what sqlglot refuses, SQLite refuses too.
-    rejection = engine_rejection(pred_text, schema.tables, config.dialect) if schema is not None else None
+    # The engine's verdict only where sqlglot built a tree: what sqlglot refuses, the engine refuses too.
+    rejection = _rejection(pred_text, schema, config)
     if rejection is not None:
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, rejection, config)
     comparison = compare_trees(pred_tree, gold.tree, config)
-    findings = tuple(sorted(comparison.findings, key=_finding_order))
-    tags = tuple(sorted(comparison.tags, key=TAG_ORDER.__getitem__))
+    findings, tags = _reported(comparison.findings, config)
     return Diagnosis(
         status="ok",
         f_struct=comparison.score,
@@ -101,13 +103,41 @@ def _diagnose_write(pred: str, gold_sql: str, schema: Schema | None, f_lex: floa
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_profiles.reason, config)
     assert not isinstance(gold_profiles, ParseFailure)  # is_write_script said it parses
     comparison = compare_scripts(pred_profiles, gold_profiles, schema, config)
-    tags = tuple(sorted({f.tag for f in comparison.findings}, key=TAG_ORDER.__getitem__))
-    return Diagnosis("ok", comparison.score, f_lex, tags, findings=comparison.findings, config=config)
+    if config.tag_set is None and not config.tag_order:  # the script's own finding order
+        tags = tuple(sorted({f.tag for f in comparison.findings}, key=TAG_ORDER.__getitem__))
+        return Diagnosis("ok", comparison.score, f_lex, tags, findings=comparison.findings, config=config)
+    findings, tags = _reported(comparison.findings, config)
+    return Diagnosis("ok", comparison.score, f_lex, tags, findings=findings, config=config)
 
 
-def _finding_order(finding: Finding) -> tuple[int, tuple[str, ...], int]:
-    """The main query first, then each location in path order; catalogue order within a location."""
-    return len(finding.location), finding.location, TAG_ORDER[finding.tag]
+def _rejection(pred: str, schema: Schema | None, config: OdtConfig) -> str | None:
+    """The verdict ``config.verdict`` names: the engine's against the schema (when one is given), or
+    its parser's on syntax alone (docs/odt.md#the-parser-sqlglot-beside-jsqlparser-46)."""
+    if config.verdict == "syntax":
+        return syntax_rejection(pred, config.dialect)
+    return engine_rejection(pred, schema.tables, config.dialect) if schema is not None else None
+
+
+def _reported(found: Iterable[Finding], config: OdtConfig) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
+    """The findings ``config`` reports (its tag set) in report order, and their distinct codes."""
+    rank = _tag_rank(config.tag_order)
+    findings = tuple(
+        sorted(
+            (f for f in found if config.emits(f.tag)),
+            key=lambda f: (len(f.location), f.location, rank[f.tag]),
+        )
+    )
+    return findings, tuple(sorted({f.tag for f in findings}, key=rank.__getitem__))
+
+
+@lru_cache(maxsize=8)
+def _tag_rank(first: tuple[str, ...]) -> Mapping[str, int]:
+    """Report order: the main query first, then each location in path order; within a location the
+    codes of ``first`` in its order, then the rest in catalogue order."""
+    if not first:
+        return TAG_ORDER
+    rest = [tag for tag in TAG_ORDER if tag not in first]
+    return {tag: index for index, tag in enumerate((*first, *rest))}
 
 
 def _unparsable(

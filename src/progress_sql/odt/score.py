@@ -96,15 +96,18 @@ def limit_similarity(pred: tuple[str | None, str | None], gold: tuple[str | None
     return 0.5 if (pred[0] is None) == (gold[0] is None) else 0.0
 
 
-def feature_similarities(pred: SelectProfile, gold: SelectProfile) -> dict[str, float]:
+def feature_similarities(pred: SelectProfile, gold: SelectProfile, config: OdtConfig | None = None) -> dict[str, float]:
     """Per-feature similarity of two SELECT profiles, keyed as :data:`FEATURES`, plus the refinements
     the tags read: ``select_items``, ``select_order``, ``join_keys``, ``join_type``, ``order_keys``,
     ``nulls_order``, ``limit_presence``, ``limit_value`` and ``offset``.
 
     A refinement weighs in through its clause's weight (``select`` = items x order factor, ``joins``
     = keys x type, ``order_by`` = keys x NULLs placement, ``has_limit`` graded by count and offset),
-    so a pair that agrees on it scores as before it was profiled.
+    so a pair that agrees on it scores as before it was profiled. A refinement ``config`` switches off
+    (:class:`OdtConfig` ``select_order``, ``join_type``, ``nulls_order``, ``limit_values``) is 1.0, and
+    ``has_limit`` is then the LIMIT presence flag alone.
     """
+    config = config or _DEFAULT_CONFIG
     # Most features agree: an equal pair is 1.0 under every measure (Jaccard, NumSim, order), so the
     # measure runs only where they differ; the fields are read in one C call per group.
     sims = {
@@ -119,17 +122,22 @@ def feature_similarities(pred: SelectProfile, gold: SelectProfile) -> dict[str, 
     if free:  # EXISTS (SELECT 1 ...): the projection is moot
         sims["select"] = sims["item_count"] = sims["distinct"] = sims["has_aggregation"] = 1.0
     sims["select_items"] = sims["select"]
-    same_order = free or pred.select_order == gold.select_order
+    same_order = free or not config.select_order or pred.select_order == gold.select_order
     sims["select_order"] = 1.0 if same_order else common_order(pred.select_order, gold.select_order)
     sims["select"] *= 0.5 + 0.5 * sims["select_order"]
     sims["join_keys"] = sims["joins"]
-    sims["join_type"] = 1.0 if pred.join_types == gold.join_types else jaccard(pred.join_types, gold.join_types)
+    same_types = not config.join_type or pred.join_types == gold.join_types
+    sims["join_type"] = 1.0 if same_types else jaccard(pred.join_types, gold.join_types)
     sims["joins"] *= sims["join_type"]
     sims["order_keys"] = sims["order_by"]
-    nulls = 1.0 if pred.order_nulls == gold.order_nulls else jaccard(pred.order_nulls, gold.order_nulls)
+    same_nulls = not config.nulls_order or pred.order_nulls == gold.order_nulls
+    nulls = 1.0 if same_nulls else jaccard(pred.order_nulls, gold.order_nulls)
     sims["nulls_order"] = nulls
     sims["order_by"] *= nulls
     sims["limit_presence"] = sims["has_limit"]
+    if not config.limit_values:  # LIMIT is the presence flag alone (has_limit as read)
+        sims["limit_value"] = sims["offset"] = 1.0
+        return sims
     sims["limit_value"] = 1.0 if pred.limit == gold.limit else 0.0
     sims["offset"] = 1.0 if pred.offset == gold.offset else 0.0
     sims["has_limit"] = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
@@ -229,7 +237,7 @@ class _Comparer:
             local = settings.identical_local
             findings: set[Finding] = set()
         else:
-            sims = feature_similarities(pred.profile, gold.profile)
+            sims = feature_similarities(pred.profile, gold.profile, self.config)
             local = _local_score(settings.weights, settings.weight_total, sims)
             # The similarity first: it is usually 1.0, and then ``applies`` need not run (both are pure).
             findings = {
@@ -252,11 +260,15 @@ class _Comparer:
         pred_arms = sum(child.kind in QUERY_KINDS for child in pred.children)
         gold_arms = sum(child.kind in QUERY_KINDS for child in gold.children)
         op_sim = float(pred.label == gold.label and pred_arms == gold_arms)
+        config = self.config
         order_keys = jaccard(pred.order_by, gold.order_by)
-        nulls = jaccard(pred.order_nulls, gold.order_nulls)
+        nulls = jaccard(pred.order_nulls, gold.order_nulls) if config.nulls_order else 1.0
         order_sim = order_keys * nulls
-        limit_sim = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
-        threshold = self.config.threshold
+        if config.limit_values:
+            limit_sim = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
+        else:
+            limit_sim = float(pred.has_limit == gold.has_limit)
+        threshold = config.threshold
         both_order = bool(pred.order_by and gold.order_by)
         local_tags = {
             "SET_OP_MISMATCH": op_sim < threshold("SET_OP_MISMATCH"),
@@ -265,10 +277,11 @@ class _Comparer:
             "ORDER_BY_ERROR": both_order and order_keys < threshold("ORDER_BY_ERROR"),
             "NULLS_ORDER_MISMATCH": both_order and nulls < threshold("NULLS_ORDER_MISMATCH"),
             "LIMIT_MISMATCH": float(pred.has_limit == gold.has_limit) < threshold("LIMIT_MISMATCH"),
-            "LIMIT_VALUE_MISMATCH": pred.has_limit
+            "LIMIT_VALUE_MISMATCH": config.limit_values
+            and pred.has_limit
             and gold.has_limit
             and float(pred.limit == gold.limit) < threshold("LIMIT_VALUE_MISMATCH"),
-            "OFFSET_MISMATCH": float(pred.offset == gold.offset) < threshold("OFFSET_MISMATCH"),
+            "OFFSET_MISMATCH": config.limit_values and float(pred.offset == gold.offset) < threshold("OFFSET_MISMATCH"),
         }
         findings |= {Finding(tag) for tag, fired in local_tags.items() if fired}
         # The set operation's own clauses (operator and arms, ORDER BY, LIMIT) form its local term.

@@ -137,6 +137,31 @@ VERDICTS: dict[str, Callable[[str, TableColumns], str | None]] = {
 }
 
 
+#: SQLite's messages for SQL its parser refuses (tokenizer and grammar), as opposed to those of name
+#: resolution ("no such column", "no such table", "no such function", "wrong number of arguments", ...).
+_SQLITE_SYNTAX = ("syntax error", "incomplete input", "unrecognized token", "should come after", "one statement")
+_NO_TABLES: TableColumns = {}
+
+
+def syntax_rejection(sql: str, dialect: str = "sqlite") -> str | None:
+    """Why the parser of ``dialect``'s engine refuses ``sql``: syntax only, no schema (JSQLParser's kind
+    of verdict). SQLite parses a whole statement before it resolves a name, so a statement compiled on
+    an empty database fails with a syntax message exactly when its syntax is wrong; PostgreSQL's and
+    DuckDB's verdicts are their parsers' already.
+
+    >>> syntax_rejection("SELECT nmae FROM singer WHERE age > 30") is None
+    True
+    >>> syntax_rejection("SELECT FROM singer")
+    'SQLite: near "FROM": syntax error'
+    """
+    if dialect != "sqlite":
+        return engine_rejection(sql, _NO_TABLES, dialect)
+    rejection = sqlite_rejection(sql, _NO_TABLES)
+    if rejection is None or not any(marker in rejection for marker in _SQLITE_SYNTAX):
+        return None
+    return rejection
+
+
 def engine_rejection(sql: str, tables: TableColumns, dialect: str = "sqlite") -> str | None:
     """Why the engine of ``dialect`` refuses ``sql`` (None when it accepts it, or when that dialect
     has no verdict here: sqlglot's parse is then the only judge).

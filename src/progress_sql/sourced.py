@@ -1,0 +1,32 @@
+"""A setting's value with whose it is: the paper's (with where it says so) or ours (with why). The trainer
+setting (``integrations/trainer_setting.py``) and the named profiles (``profiles.py``) are made of these,
+and their documentation tables print the source and the reason beside each value.
+
+>>> paper(4, "T = 4 (Section 5.1)").source, ours(0.001, "not given").why
+('paper', 'not given')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+T = TypeVar("T")
+Source = Literal["paper", "ours"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced(Generic[T]):
+    """A value of a setting, whose it is (``paper`` or ``ours``) and why."""
+
+    value: T
+    source: Source
+    why: str
+
+
+def paper(value: T, why: str) -> Sourced[T]:
+    return Sourced(value, "paper", why)
+
+
+def ours(value: T, why: str) -> Sourced[T]:
+    return Sourced(value, "ours", why)
