@@ -5,6 +5,7 @@ declared reward range covers the task terms."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -23,6 +24,8 @@ READ = real_questions()[0]
 ASK = "<think>which way?</think><ask>Should I sort from the oldest or the youngest?</ask>"
 NEEDLESS = "<think>hm</think><ask>Which table holds the singers?</ask>"
 CONFIG = EnvConfig(max_turns=3, tasks=TaskTermsConfig(ask_open=0.5, ask_needless=-0.2, guess_wrong=-1.2))
+#: The same with ``<ask>`` offered on every question (a read question accepts it only then).
+OFFERED = replace(CONFIG, tasks=replace(CONFIG.tasks, offer_ask=True))
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +34,10 @@ def store() -> Iterator[GoldStore]:
         yield gold_store
 
 
-def play(store: GoldStore, example: Example, responses: list[str]) -> tuple[SQLRefineEnv, list[StepResult]]:
-    env = SQLRefineEnv(CONFIG, store=store)
+def play(
+    store: GoldStore, example: Example, responses: list[str], config: EnvConfig = CONFIG
+) -> tuple[SQLRefineEnv, list[StepResult]]:
+    env = SQLRefineEnv(config, store=store)
     env.reset(example)
     return env, [env.step(response) for response in responses]
 
@@ -43,16 +48,17 @@ def no_answer_score(example: Example) -> dict[str, float]:
 
 
 @pytest.mark.parametrize(
-    ("example", "asks", "terms"),
+    ("example", "asks", "terms", "config"),
     [
-        (AMBIGUOUS, [ASK, NEEDLESS, ASK], {"ask": 0.5 - 0.2 - 0.2, "guess": 0.0}),  # the slot once, then nothing open
-        (READ, [NEEDLESS, NEEDLESS, ASK], {"ask": -0.6, "guess": 0.0}),  # nothing is ambiguous: each costs
+        # the slot once, then nothing open (an ambiguous question accepts <ask> without offer_ask)
+        (AMBIGUOUS, [ASK, NEEDLESS, ASK], {"ask": 0.5 - 0.2 - 0.2, "guess": 0.0}, CONFIG),
+        (READ, [NEEDLESS, NEEDLESS, ASK], {"ask": -0.6, "guess": 0.0}, OFFERED),  # nothing is ambiguous: each costs
     ],
 )
 def test_an_episode_that_only_asks_is_scored_as_no_answer_plus_its_questions(
-    store: GoldStore, example: Example, asks: list[str], terms: dict[str, float]
+    store: GoldStore, example: Example, asks: list[str], terms: dict[str, float], config: EnvConfig
 ) -> None:
-    env, steps = play(store, example, asks)
+    env, steps = play(store, example, asks, config)
     assert [(s.terminated, s.truncated) for s in steps] == [(False, False), (False, False), (False, True)]
     assert [s.reward for s in steps[:2]] == [0.0, 0.0]
     assert steps[-1].observation is None

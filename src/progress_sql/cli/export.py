@@ -30,7 +30,10 @@ _REPORT_DIR = typer.Option(
     None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
 )
 _OFFER_ASK = typer.Option(
-    False, "--offer-ask", help="Offer the <ask> action in the system prompt (docs/tasks.md); off: as before."
+    False,
+    "--offer-ask",
+    help="Offer the <ask> action in the system prompt; the rows say so (offer_ask), and the trainer's "
+    "environment accepts it on them (docs/tasks.md). Off: only ambiguous questions accept it.",
 )
 
 

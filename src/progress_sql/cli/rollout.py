@@ -19,7 +19,9 @@ from progress_sql.progress import phases, progress_bar
 from progress_sql.rewards.tasks import TaskTermsConfig
 
 _OFFER_ASK = typer.Option(
-    False, "--offer-ask", help="Offer the <ask> action in the prompt (docs/tasks.md; always accepted)."
+    False,
+    "--offer-ask",
+    help="Offer the <ask> action in the prompt (docs/tasks.md); off: only ambiguous questions accept it.",
 )
 
 

@@ -92,14 +92,25 @@ class EnvConfig:
     def value_range(self) -> tuple[float, float]:
         """The declared range of the episode reward: the configured reward's (both progressive formulas
         share one range) plus what the task terms of clarifying questions, guesses and write checks
-        can add within ``max_turns`` (:meth:`TaskTermsConfig.term_range`). Every episode may carry
-        them: the ask action is accepted on any question, so a read episode can pay for needless ones."""
+        can add within ``max_turns`` (:meth:`TaskTermsConfig.term_range`). The ask action is accepted
+        where it is offered (:func:`ask_offered`: on an ambiguous question, and on every question with
+        ``tasks.offer_ask``), so an episode of either may pay for needless questions; elsewhere an
+        ``<ask>`` is an answer without SQL and the terms stay 0."""
         if self.reward in ("progressive", "progressive-paper"):
             low, high = reward_range(self.progressive)
         else:
             low, high = get_reward(self.reward).value_range
         term_low, term_high = self.tasks.term_range(self.max_turns)
         return low + term_low, high + term_high
+
+
+def ask_offered(example: Example, config: EnvConfig) -> bool:
+    """Whether ``<ask>`` is an action on ``example`` under ``config``: the task offers it (an ambiguous
+    question, whose labelled slots the user can answer) or the prompt does (``tasks.offer_ask``, which
+    puts the instruction in the system prompt). Elsewhere a response that asks is an answer without
+    SQL, a format failure, as the paper's environment treats any response without ``<sql>``. The one
+    rule every consumer of the environment goes through (:meth:`SQLRefineEnv.step`)."""
+    return config.tasks.offer_ask or example.kind == "ambiguous"
 
 
 def exec_limits(config: EnvConfig) -> ExecLimits:
@@ -252,7 +263,7 @@ class SQLRefineEnv(Closing):
             raise RuntimeError("the episode is over: call reset() first")
         example, gold, store = self._example, self._gold, self.store
         clock = _StageClock(self.stage_seconds)
-        extracted = extract(response, reasoning=self._style.reasoning)
+        extracted = extract(response, reasoning=self._style.reasoning, ask=ask_offered(example, self.config))
         clock.lap("extract")
         if extracted.ask is not None:
             return self._ask(response, extracted)

@@ -85,7 +85,14 @@ def export_items(
         example = replace(example, db_path=relocate(example.db_path, path_maps))
         items.append(
             ExportItem(
-                example, source, tuple(messages), verified, suite=row_suite, dialect=dialect, backend_db=location
+                example,
+                source,
+                tuple(messages),
+                verified,
+                suite=row_suite,
+                dialect=dialect,
+                backend_db=location,
+                offer_ask=allow_ask,
             )
         )
         if on_item is not None:

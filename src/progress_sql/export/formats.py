@@ -43,6 +43,9 @@ class ExportItem:
     dialect: str = "sqlite"
     #: The ported collection the queries run on (``--backend-db``), never with a password; None: SQLite files.
     backend_db: str | None = None
+    #: Whether the opening messages offer the ``<ask>`` action (``export --offer-ask``): the trainer's
+    #: environment then accepts a clarifying question on this row (:func:`row_env_config`).
+    offer_ask: bool = False
 
 
 #: The field of :func:`example_fields` holding the gold SQL; verl rows keep it in
@@ -108,11 +111,25 @@ def extra_info(item: ExportItem, index: int) -> dict[str, Any]:
         "verified": item.verified,
         **suite,
         **backend_fields(item.dialect, item.backend_db),
+        **({ASK_FIELD: True} if item.offer_ask else {}),
     }
 
 
 #: The row field naming the row's test-suite folder (only in rows exported with ``--suite``).
 SUITE_FIELD = "suite"
+#: The row field saying the row's prompt offers ``<ask>`` (only in rows exported with ``--offer-ask``).
+ASK_FIELD = "offer_ask"
+
+
+def row_offers_ask(row: Mapping[str, Any]) -> bool:
+    """Whether a row's prompt offers the ``<ask>`` action (a TRL row's column, or ``extra_info.offer_ask``
+    of a verl or SkyRL row and of the kwargs or extras the trainers make of them).
+
+    >>> row_offers_ask({"extra_info": {"offer_ask": True}}), row_offers_ask({"index": 0})
+    (True, False)
+    """
+    info = row.get("extra_info")
+    return bool(row.get(ASK_FIELD) or (info.get(ASK_FIELD) if isinstance(info, Mapping) else False))
 
 
 def row_suite(row: Mapping[str, Any]) -> str | None:
@@ -130,7 +147,9 @@ def row_suite(row: Mapping[str, Any]) -> str | None:
 def row_env_config(config: EnvConfig, row: Mapping[str, Any]) -> EnvConfig:
     """The config one row's episode runs with: the row's test suite (:func:`row_suite`) when the
     trainer's settings name none, and the row's backend database likewise (settings win: they are the
-    run's explicit choice).
+    run's explicit choice); ``tasks.offer_ask`` when the row's prompt offers ``<ask>``
+    (:func:`row_offers_ask`), so the environment accepts the question that prompt invites
+    (``progress_sql.env.core.ask_offered``).
 
     >>> row_env_config(EnvConfig(), {}) == EnvConfig()
     True
@@ -143,6 +162,8 @@ def row_env_config(config: EnvConfig, row: Mapping[str, Any]) -> EnvConfig:
         changes["suite"] = suite
     if backend_db is not None and config.backend_db is None:
         changes["backend_db"] = backend_db
+    if row_offers_ask(row) and not config.tasks.offer_ask:
+        changes["tasks"] = replace(config.tasks, offer_ask=True)
     return replace(config, **changes) if changes else config
 
 

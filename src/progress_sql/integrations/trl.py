@@ -16,7 +16,7 @@ from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import SUITE_FIELD, example_fields, row_env_config, trl_example
+from progress_sql.export.formats import ASK_FIELD, SUITE_FIELD, example_fields, row_env_config, trl_example
 from progress_sql.judge.cache import GoldCache
 from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
@@ -311,7 +311,7 @@ class TrlRollout:
             prompt if isinstance(prompt, str) else self.format.first_prompt(list(prompt), e.db_id, e.question)
             for prompt, e in zip(prompts, examples, strict=True)
         ]
-        configs = [row_env_config(self.env_config, row) for row in rows]  # rows exported with --suite carry one
+        configs = [row_env_config(self.env_config, row) for row in rows]  # a row's suite, backend, offered <ask>
         return self.episodes(texts, examples, trainer, configs=configs)
 
     def _example(self, row: Mapping[str, Any]) -> Example:
@@ -668,8 +668,8 @@ def _lora_config(lora: Mapping[str, Any]) -> Any:
     return LoraConfig(task_type="CAUSAL_LM", **lora)
 
 
-#: The columns of an exported TRL row that describe its example.
-_EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "index", SUITE_FIELD})
+#: The columns of an exported TRL row that describe its example and how its episode runs.
+_EXAMPLE_COLUMNS = frozenset({*example_fields(Example(0, "", "", "", "")), "index", SUITE_FIELD, ASK_FIELD})
 
 
 class ExportedRowReward:

@@ -44,8 +44,9 @@ class TaskTermsConfig:
     Defaults: asking about an open slot pays 0.5; a needless question costs 0.25; a wrong first
     guess on an ambiguous question costs 1.0, more than any question (the rule is checked); the
     checks' share pays up to 0.5. ``offer_ask`` adds the ``<ask>`` instruction to every opening
-    prompt (off: the action is still accepted, but not advertised); ``user_seed`` picks the
-    simulated user's phrasing."""
+    prompt and makes the action accepted on every question (off: only on ambiguous questions, not
+    advertised; elsewhere a response that asks is an answer without SQL:
+    ``progress_sql.env.core.ask_offered``); ``user_seed`` picks the simulated user's phrasing."""
 
     offer_ask: bool = False
     ask_open: float = 0.5

@@ -4,10 +4,13 @@ never raises. The rule and the recovery: docs/environment.md#the-output-format.
 >>> extract("<think>count them</think><sql>SELECT count(*) FROM singer;</sql>")
 Extracted(sql='SELECT count(*) FROM singer;', format_ok=True, source='tags', problem=None, ask=None)
 
-The second action, a clarifying question to the user (docs/environment.md#clarifying-questions):
+The second action, a clarifying question to the user (docs/environment.md#clarifying-questions), where
+the caller offers it (``ask``); elsewhere the response is an answer without SQL, a format failure:
 
->>> extract("<think>which order?</think><ask>Oldest first or youngest first?</ask>")
+>>> extract("<think>which order?</think><ask>Oldest first or youngest first?</ask>", ask=True)
 Extracted(sql=None, format_ok=True, source='tags', problem=None, ask='Oldest first or youngest first?')
+>>> extract("<think>which order?</think><ask>Oldest first or youngest first?</ask>").problem
+'an <ask> block, but this task does not offer clarifying questions: no SQL found'
 >>> extract("Sure! ```sql\nSELECT 1\n```").sql, extract("Sure! ```sql\nSELECT 1\n```").problem
 ('SELECT 1', 'no <think>/<sql> blocks; recovered a fenced sql block')
 """
@@ -85,11 +88,18 @@ def _exact(text: str, blocks: list[_Block], names: list[str]) -> bool:
     return not any(text[edges[i] : edges[i + 1]].strip() for i in range(0, len(edges), 2))
 
 
-def _asked(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracted | None:
-    """A response with an ``<ask>`` block and no ``<sql>`` block: a clarifying question."""
+#: What a response that asks gets where clarifying questions are not offered: an answer without SQL.
+NOT_OFFERED = "an <ask> block, but this task does not offer clarifying questions: no SQL found"
+
+
+def _asked(text: str, blocks: list[_Block], reasoning: bool = True, offered: bool = False) -> Extracted | None:
+    """A response with an ``<ask>`` block and no ``<sql>`` block: a clarifying question where ``offered``,
+    else an answer without SQL (nothing is recovered from it: the question is no answer)."""
     ask_blocks = [b for b in blocks if b.name == "ask"]
     if not ask_blocks or any(b.name == "sql" for b in blocks):
         return None
+    if not offered:
+        return Extracted(None, False, "none", NOT_OFFERED)
     question = text[ask_blocks[-1].inner_start : ask_blocks[-1].inner_end].strip()
     if not question:
         return Extracted(None, False, "tags", "the <ask> block is empty")
@@ -101,10 +111,10 @@ def _asked(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracted
     return Extracted(None, exact, "tags", problem, ask=question)
 
 
-def _tagged(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracted | None:
+def _tagged(text: str, blocks: list[_Block], reasoning: bool = True, ask: bool = False) -> Extracted | None:
     sql_blocks = [b for b in blocks if b.name == "sql"]
     if not sql_blocks:
-        return _asked(text, blocks, reasoning)
+        return _asked(text, blocks, reasoning, ask)
     last = sql_blocks[-1]
     sql = text[last.inner_start : last.inner_end].strip() or None
     exact = _exact(text, blocks, ["think", "sql"] if reasoning else ["sql"])
@@ -123,10 +133,12 @@ def _tagged(text: str, blocks: list[_Block], reasoning: bool = True) -> Extracte
     return Extracted(sql, False, "tags", problem)
 
 
-def extract(text: str, *, reasoning: bool = True) -> Extracted:
+def extract(text: str, *, reasoning: bool = True, ask: bool = False) -> Extracted:
     """Extract the SQL of a response and judge its format (never raises, linear time): with
     ``reasoning`` the paper's ``<think>`` then ``<sql>``, without it ``<sql>`` alone (the ``small``
-    prompt style, ``progress_sql.prompts.PROMPT_STYLES``).
+    prompt style, ``progress_sql.prompts.PROMPT_STYLES``). With ``ask`` (the task offers clarifying
+    questions: ``progress_sql.env.core.ask_offered``) an ``<ask>`` block without ``<sql>`` is a
+    question (``Extracted.ask``); without it, an answer without SQL (:data:`NOT_OFFERED`).
 
     >>> extract("<sql>SELECT 1</sql>", reasoning=False).format_ok, extract("<sql>SELECT 1</sql>").format_ok
     (True, False)
@@ -134,7 +146,7 @@ def extract(text: str, *, reasoning: bool = True) -> Extracted:
     if not isinstance(text, str) or not text.strip():
         return Extracted(None, False, "none", "empty response")
     blocks = _blocks(text)
-    tagged = _tagged(text, blocks, reasoning)
+    tagged = _tagged(text, blocks, reasoning, ask)
     if tagged is not None:
         return tagged
     fenced = _fenced(text)
