@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,35 @@ def native_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a build without oneDNN: no fast bf16 on this CPU either
         return False
+
+
+@contextmanager
+def without_cudnn_attention(device_type: str) -> Iterator[None]:
+    """On CUDA, torch's cuDNN backend of scaled-dot-product attention off for the block (the flash and
+    memory-efficient backends take over); elsewhere nothing changes. Measured on an H200 (torch 2.11.0,
+    CUDA 13.0, transformers 5.17, scripts/gpu_check.sh, docs/benchmarks.md): in full fine-tuning
+    ``ScaledDotProductCudnnAttentionBackward0`` returned NaN gradients on a batch of left-padded multi-turn
+    sequences, every weight was NaN after 8 steps; with this backend off the same run stayed finite.
+
+    >>> import torch
+    >>> before = torch.backends.cuda.cudnn_sdp_enabled()
+    >>> with without_cudnn_attention("cuda"):
+    ...     torch.backends.cuda.cudnn_sdp_enabled()
+    False
+    >>> torch.backends.cuda.cudnn_sdp_enabled() == before
+    True
+    """
+    if device_type != "cuda":
+        yield
+        return
+    import torch
+
+    enabled = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(enabled)
 
 
 def load_causal_lm(resolved: str, device: str = "cpu") -> Any:

@@ -35,6 +35,7 @@ from progress_sql.integrations.trl import (
     reduced_across_processes,
     trainer_preset,
 )
+from progress_sql.models import without_cudnn_attention
 from progress_sql.prompts import ConversationFormat
 from progress_sql.rewards.registry import get_reward
 from progress_sql.runfolder import ROLLOUTS_FILE
@@ -507,7 +508,8 @@ def run_rl(
     )  # fmt: skip
     resume = last_checkpoint(out / "checkpoints")
     start = time.perf_counter()
-    with cpu_lm_head(trainer.accelerator.device.type):
+    device_type = trainer.accelerator.device.type
+    with cpu_lm_head(device_type), without_cudnn_attention(device_type):
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if final is not None:
         save_final(trainer, tokenizer, final, lora=settings.lora is not None)
