@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from progress_sql.errors import ConfigError
-from progress_sql.rewards.ablations import ABLATIONS, get_ablation
+from progress_sql.rewards.ablations import ABLATIONS, ALIASES, get_ablation
 from progress_sql.rewards.progressive import COMPONENTS, ProgressiveConfig, progressive_reward, reward_range
 from progress_sql.types import Trajectory, Turn
 
@@ -27,12 +27,28 @@ def parts(config: ProgressiveConfig) -> dict[str, float]:
 
 
 def test_the_arms_by_name() -> None:
-    assert sorted(ABLATIONS) == ["no-align", "no-exec", "no-format", "no-late", "paper-formula", "progressive"]
+    assert sorted(ABLATIONS) == ["no-align", "no-decay", "no-exec", "no-format", "paper-formula", "progressive"]
     assert get_ablation("no-exec").apply().disabled == {"exec"}
     with pytest.raises(
-        ConfigError, match="unknown reward ablation 'w/o exec'; choose one of no-align, no-exec, no-format"
+        ConfigError,
+        match=r"unknown reward ablation 'w/o exec'; choose one of no-align, no-decay, no-exec, no-format, "
+        r"paper-formula, progressive \(or no-late, the former name of no-decay\)",
     ):
         get_ablation("w/o exec")
+
+
+def test_labels_follow_the_papers_wording() -> None:
+    # gamma = 1 is the paper's "w/o per-turn decay" (Appendix E.2), not the removal of R_late
+    assert get_ablation("no-decay").label == "w/o per-turn decay"
+    assert {arm.label for arm in ABLATIONS.values()} >= {"full reward", "w/o R_exec", "w/o R_align"}
+    assert not any("R_late" in arm.label for arm in ABLATIONS.values())
+
+
+def test_the_former_name_no_late_is_the_no_decay_arm() -> None:
+    assert ALIASES == {"no-late": "no-decay"}
+    assert get_ablation("no-late") is get_ablation("no-decay")
+    assert get_ablation("no-late").apply() == get_ablation("no-decay").apply()
+    assert "no-late" not in ABLATIONS  # an alias, not a second arm
 
 
 def test_the_full_reward() -> None:
@@ -47,8 +63,8 @@ def test_an_arm_zeroes_its_component_and_nothing_else(arm: str, component: str) 
     assert [name for name, _ in progressive_reward(TRAJECTORY, config).components] == list(COMPONENTS)
 
 
-def test_no_late_removes_the_decay() -> None:
-    config = get_ablation("no-late").apply()
+def test_no_decay_removes_the_decay() -> None:
+    config = get_ablation("no-decay").apply()
     assert config.gamma == 1.0
     assert parts(config) == pytest.approx({**FULL, "late": 2.0})
     for k in range(1, 5):  # a success pays the same at every turn
@@ -67,7 +83,7 @@ def test_an_arm_applies_to_a_base_config_and_keeps_its_other_settings() -> None:
     config = get_ablation("no-exec").apply(base)
     assert config.omega_acc == 3.0
     assert config.disabled == frozenset({"fmt", "exec"})
-    assert get_ablation("no-late").apply(base).disabled == frozenset({"fmt"})
+    assert get_ablation("no-decay").apply(base).disabled == frozenset({"fmt"})
 
 
 def test_every_arm_is_a_valid_distinct_config() -> None:
@@ -77,7 +93,7 @@ def test_every_arm_is_a_valid_distinct_config() -> None:
 
 
 def test_unknown_arm_lists_the_choices() -> None:
-    with pytest.raises(ConfigError, match="unknown reward ablation 'w/o R_exec'; choose one of no-align, no-exec"):
+    with pytest.raises(ConfigError, match="unknown reward ablation 'w/o R_exec'; choose one of no-align, no-decay"):
         get_ablation("w/o R_exec")
 
 

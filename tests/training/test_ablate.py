@@ -16,12 +16,15 @@ from progress_sql.cli import app
 from progress_sql.errors import ConfigError
 from progress_sql.rewards.progressive import ProgressiveConfig, progressive_reward
 from progress_sql.studies.ablate import (
+    ARM_ALIASES,
     ARMS,
     DEFAULT_ARMS,
     DONE_MARKER,
     AblateConfig,
     ArmRun,
     Measured,
+    arm_folder,
+    arm_names,
     run_ablate,
     table,
 )
@@ -100,8 +103,8 @@ def test_each_arm_ran_with_its_settings(quick_run: tuple[Path, Any]) -> None:
     assert set(runs["one-shot"].components) == {"correct", "exec", "fmt"}
     assert set(runs["progressive"].components) == {"fmt", "exec", "late", "align"}
     # gamma = 1: first-turn and second-turn successes earn the same R_late; with the decay they do not
-    assert runs["no-late"].settings["progressive"]["gamma"] == 1.0
-    late = runs["no-late"].late_at_first_correct
+    assert runs["no-decay"].settings["progressive"]["gamma"] == 1.0
+    late = runs["no-decay"].late_at_first_correct
     # the quick warm start succeeds at both turns during RL
     assert "1" in late, late
     assert "2" in late, late
@@ -117,8 +120,8 @@ def test_each_arm_ran_with_its_settings(quick_run: tuple[Path, Any]) -> None:
     assert runs["progressive"].settings["algorithm"] == "grpo"
 
 
-def test_no_late_arm_pays_a_late_success_as_an_early_one() -> None:
-    settings = ARMS["no-late"].settings(AblateConfig().rl, ProgressiveConfig())
+def test_no_decay_arm_pays_a_late_success_as_an_early_one() -> None:
+    settings = ARMS["no-decay"].settings(AblateConfig().rl, ProgressiveConfig())
     config = settings.env_config().progressive
     right = Turn("SELECT 1", True, True, True, 1.0)
     wrong = Turn("SELECT 2", True, True, False, 0.5)
@@ -165,6 +168,34 @@ def test_bad_configuration_fails_at_once(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert message in result.output
     assert not (tmp_path / "bad").exists()  # refused before anything ran
+
+
+def test_arm_labels_follow_the_papers_wording() -> None:
+    assert ARMS["no-decay"].label == "w/o per-turn decay (gamma = 1)"  # Appendix E.2: gamma = 1.0
+    assert ARMS["one-shot"].label.startswith("Single-turn RL")  # Table 3's variant: T = 1, final-state rewards
+    assert "Table 13" in ARMS["gspo"].label  # GSPO is the paper's Table 13, not an arm of Table 3
+    assert not any("R_late" in arm.label for arm in ARMS.values())  # the text names no ablation without R_late
+
+
+def test_the_former_name_no_late_runs_and_reads_back_as_no_decay(tmp_path: Path) -> None:
+    assert ARM_ALIASES == {"no-late": "no-decay"}
+    assert "no-late" not in ARMS  # an alias, not a second arm
+    assert arm_names("progressive, no-late") == ("progressive", "no-decay")
+    assert AblateConfig(out=tmp_path, arms=("no-late", "progressive")).arms == ("no-decay", "progressive")
+    with pytest.raises(ConfigError, match="arm named twice: no-decay"):
+        AblateConfig(out=tmp_path, arms=("no-late", "no-decay"))
+    # a folder an earlier run wrote as arms/no-late is the no-decay arm's; the current name wins when both exist
+    arms = tmp_path / "seed-0" / "arms"
+    assert arm_folder(arms, ARMS["no-decay"]) == arms / "no-decay"
+    (arms / "no-late").mkdir(parents=True)
+    assert arm_folder(arms, ARMS["no-decay"]) == arms / "no-late"
+    (arms / "no-decay").mkdir()
+    assert arm_folder(arms, ARMS["no-decay"]) == arms / "no-decay"
+    # a run recorded under the former name fills the no-decay row
+    warm = {0: Measured((False, False), (False, False), 2, {})}
+    old = ArmRun("no-late", 0, {}, 1, 1.0, Measured((True, False), (True, False), 2, {}), {}, [], [], {})
+    (row,) = table([old], warm, ("no-decay",))
+    assert (row.arm, row.label, row.ex) == ("no-decay", "w/o per-turn decay (gamma = 1)", 0.5)
 
 
 def test_table_pairs_arms_with_the_warm_start_and_progressive() -> None:

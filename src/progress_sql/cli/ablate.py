@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # the training modules load TRL: only a run imports them
 _ARMS = typer.Option(
     None,
     "--arms",
-    help="Comma-separated arms (default: all): progressive, one-shot, single-turn, no-late, no-align, no-exec, gspo.",
+    help="Comma-separated arms (default: all): progressive, one-shot, single-turn, no-decay (former name: "
+    "no-late), no-align, no-exec, gspo.",
 )
 _PER_DEVICE_BATCH = typer.Option(
     None, "--per-device-batch", help="Sequences per forward/backward pass (accumulation makes up the step)."

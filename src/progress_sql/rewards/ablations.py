@@ -1,7 +1,13 @@
 """The paper's reward ablations (Table 3) as named presets of :class:`ProgressiveConfig`.
 
 Each arm changes a base configuration (the defaults unless given), so the same arm can be applied to
-tuned weights. A later ``progress-sql ablate`` refers to arms by these names.
+tuned weights. ``progress-sql ablate`` refers to arms by these names.
+
+Labels follow the paper's wording: gamma = 1 is "w/o per-turn decay" (section 5's ablation study and
+Appendix E.2, "removing the per-turn decay term by setting gamma = 1.0"); R_late itself stays on. The
+arm was first named ``no-late``, which :data:`ALIASES` keeps as a former name. The paper's text names no
+ablation that removes R_late (``disabled={"late"}`` remains available as a switch of
+:class:`ProgressiveConfig`).
 """
 
 from __future__ import annotations
@@ -44,16 +50,18 @@ ABLATIONS: Mapping[str, RewardAblation] = {
     for arm in (
         RewardAblation("progressive", "full reward", "every component on (the default reward)"),
         RewardAblation("no-exec", "w/o R_exec", "execution-status transition term off", disable=frozenset({"exec"})),
-        RewardAblation("no-late", "w/o R_late", "no per-turn decay: gamma = 1, a late success pays as an early one",
-                       gamma=1.0),
+        RewardAblation("no-decay", "w/o per-turn decay",
+                       "gamma = 1: R_late no longer decays with k*, a late success pays as an early one", gamma=1.0),
         RewardAblation("no-align", "w/o R_align", "alignment-progress term off", disable=frozenset({"align"})),
         RewardAblation("no-format", "format off", "format term off", disable=frozenset({"fmt"})),
         RewardAblation("paper-formula", "paper formula", "section 4.2 as printed, without the first-turn guard",
                        formula="paper"),
     )
 }  # fmt: skip
+#: Former arm names -> current ones: commands and run folders that use them keep working.
+ALIASES: Mapping[str, str] = {"no-late": "no-decay"}
 
 
 def get_ablation(name: str) -> RewardAblation:
-    """Look an arm up by name, with the list of known names in the error."""
-    return lookup(ABLATIONS, name, "reward ablation")
+    """Look an arm up by name or former name (:data:`ALIASES`), with the known names in the error."""
+    return lookup(ABLATIONS, name, "reward ablation", aliases=ALIASES)

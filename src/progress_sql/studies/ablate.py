@@ -1,4 +1,5 @@
-"""``progress-sql ablate``: the paper's Table 3 ablations from one shared warm start per seed.
+"""``progress-sql ablate``: the paper's ablations (Table 3, and Table 13's GSPO) from one shared warm
+start per seed.
 
 For each seed the data and the supervised checkpoint are made once: the embedded default's
 (:mod:`progress_sql.training.recipe`), or with ``AblateConfig.real`` a real model's recipe
@@ -6,13 +7,15 @@ For each seed the data and the supervised checkpoint are made once: the embedded
 databases). Every arm then starts RL from that checkpoint, on the same RL prompts, for the same number of
 optimizer steps, and is measured on the same held-out questions (the template sets pooled, or the
 recipe's held-out set), so each arm's EX is paired with the warm start's and with the progressive arm's.
-Arms are a registry (:data:`ARMS`); reward arms come from :mod:`progress_sql.rewards.ablations`.
+Arms are a registry (:data:`ARMS`, labels in the paper's wording; former names in :data:`ARM_ALIASES`);
+reward arms come from :mod:`progress_sql.rewards.ablations`.
 
 Layout of ``out``: ``config.json``; ``seed-<s>/checkpoints/sft`` (the shared warm start),
 ``seed-<s>/warm.json`` (its measurement; a real model's ``checkpoints/sft/base.json`` holds the measurement
 before the warm start); ``seed-<s>/arms/<arm>/`` with ``rl/metrics.jsonl``,
 ``final/`` (the policy), ``result.json`` and, written last, the completion marker ``done``. A rerun
-with the same ``out`` reads a finished arm back and runs only the others. Keys: docs/training.md.
+with the same ``out`` reads a finished arm back and runs only the others; an arm's folder written under
+its former name (``arms/no-late``) is that arm's. Keys: docs/training.md.
 """
 
 from __future__ import annotations
@@ -81,22 +84,37 @@ class Arm:
 ARMS: Mapping[str, Arm] = {
     arm.name: arm
     for arm in (
-        Arm("progressive", "Progress-SQL (full)", "multi-turn GRPO with the progressive reward (the default run)"),
-        Arm("one-shot", "single-turn baseline (one-shot reward)",
-            "the paper's single-turn baseline: T = 1 and the one-shot execution reward", reward="one-shot", turns=1),
-        Arm("single-turn", "w/o multi-turn (T = 1)", "the progressive reward with one turn", turns=1),
-        Arm("no-late", "w/o R_late (gamma = 1)", "no per-turn decay", reward_ablation="no-late"),
+        Arm("progressive", "Progress-SQL (full reward)",
+            "multi-turn GRPO with the progressive reward (the default run)"),
+        Arm("one-shot", "Single-turn RL (T = 1, one-shot reward)",
+            "the paper's Single-turn RL: no multi-turn rollout, no R_align, final-state rewards only (the one-shot "
+            "execution reward)", reward="one-shot", turns=1),
+        Arm("single-turn", "T = 1, progressive reward (ours)", "the progressive reward with one turn", turns=1),
+        Arm("no-decay", "w/o per-turn decay (gamma = 1)",
+            "R_late pays a late success as an early one (Appendix E.2)", reward_ablation="no-decay"),
         Arm("no-align", "w/o R_align", "alignment-progress term off", reward_ablation="no-align"),
         Arm("no-exec", "w/o R_exec", "execution-status transition term off", reward_ablation="no-exec"),
-        Arm("gspo", "GSPO instead of GRPO", "the GSPO algorithm preset with the progressive reward",
+        Arm("gspo", "GSPO instead of GRPO (Table 13)",
+            "the GSPO algorithm preset with the progressive reward: the paper's Table 13, not Table 3",
             algorithm="gspo"),
     )
 }  # fmt: skip
+#: Former arm names -> current ones: ``--arms no-late`` and folders written as ``arms/no-late`` keep working.
+ARM_ALIASES: Mapping[str, str] = {"no-late": "no-decay"}
 DEFAULT_ARMS: tuple[str, ...] = tuple(ARMS)
 
 
 def get_arm(name: str) -> Arm:
-    return lookup(ARMS, name, "ablation arm")
+    """The arm of a name or a former name (:data:`ARM_ALIASES`); ConfigError with the choices otherwise."""
+    return lookup(ARMS, name, "ablation arm", aliases=ARM_ALIASES)
+
+
+def arm_folder(arms: Path, arm: Arm) -> Path:
+    """The arm's folder under ``arms``: ``arms/<name>``, or, where that is absent, the folder an earlier run
+    wrote under a former name of the arm (:data:`ARM_ALIASES`), so that run is read back or resumed
+    instead of repeated."""
+    names = [arm.name, *(old for old, new in ARM_ALIASES.items() if new == arm.name)]
+    return next((arms / name for name in names if (arms / name).is_dir()), arms / arm.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +147,8 @@ class AblateConfig:
             raise ConfigError(f"ablate needs seeds >= 1, got {self.seeds}")
         if not self.arms:
             raise ConfigError("ablate needs at least one arm")
+        # a former name (ARM_ALIASES) stands for its arm: the table, folders and records use the current one
+        object.__setattr__(self, "arms", tuple(get_arm(name).name for name in self.arms))
         duplicated = sorted({a for a in self.arms if self.arms.count(a) > 1})
         if duplicated:
             raise ConfigError(f"arm named twice: {', '.join(duplicated)}")
@@ -287,13 +307,14 @@ def _mean_se(values: Sequence[float], example_ses: Sequence[float]) -> tuple[flo
 
 
 def table(runs: Sequence[ArmRun], warm: Mapping[int, Measured], arms: Sequence[str]) -> list[ArmRow]:
-    """The rows of the ablation table, in ``arms`` order (arms without a finished run are left out)."""
+    """The rows of the ablation table, in ``arms`` order (arms without a finished run are left out); a run
+    or an arm under a former name (:data:`ARM_ALIASES`) is its arm's."""
     by_arm: dict[str, dict[int, ArmRun]] = {}
     for run in runs:
-        by_arm.setdefault(run.arm, {})[run.seed] = run
+        by_arm.setdefault(get_arm(run.arm).name, {})[run.seed] = run
     reference = by_arm.get("progressive", {})
     rows = []
-    for name in arms:
+    for name in dict.fromkeys(get_arm(arm).name for arm in arms):
         seeds = sorted(by_arm.get(name, {}))
         if not seeds:
             continue
@@ -466,9 +487,10 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
         del source.model
         for name in config.arms:
             arm = get_arm(name)
-            folder = source.base.out / "arms" / name
+            folder = arm_folder(source.base.out / "arms", arm)
             if (folder / DONE_MARKER).is_file():
-                result.runs.append(ArmRun.from_dict(json.loads((folder / "result.json").read_text(encoding="utf-8"))))
+                finished = ArmRun.from_dict(json.loads((folder / "result.json").read_text(encoding="utf-8")))
+                result.runs.append(replace(finished, arm=arm.name))  # one written under a former name too
                 result.resumed.append(f"{name}@seed{seed}")
                 arms_done(1)
                 continue
@@ -570,7 +592,7 @@ def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> 
         else f"`{config.real.model}` (prompt style `{config.real.prompt}`, training task `{config.real_task}`)"
     )  # fmt: skip
     lines = [
-        "# progress-sql ablate: the paper's Table 3 ablations",
+        "# progress-sql ablate: the paper's ablations (Table 3; GSPO: Table 13)",
         "",
         f"Model: {model}. {config.seeds} seed(s); per seed one supervised warm start ({config.warm_start_steps} "
         f"steps), then every arm: {rl.steps} RL steps of {rl.prompts_per_step} prompts x {rl.generations} samples, "
@@ -630,15 +652,13 @@ def _before_words(before: Mapping[str, Any] | None) -> str:
 
 
 def arm_names(text: str) -> tuple[str, ...]:
-    """``--arms a,b,...`` as names, each checked against :data:`ARMS`."""
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    for name in names:
-        get_arm(name)
-    return names
+    """``--arms a,b,...`` as arm names, each checked against :data:`ARMS` (a former name gives its arm's)."""
+    return tuple(get_arm(part.strip()).name for part in text.split(",") if part.strip())
 
 
 __all__ = [
     "ARMS",
+    "ARM_ALIASES",
     "DEFAULT_ARMS",
     "AblateConfig",
     "AblateRequest",
@@ -649,6 +669,7 @@ __all__ = [
     "ArmRun",
     "Measured",
     "ablate_config",
+    "arm_folder",
     "arm_names",
     "get_arm",
     "records",
