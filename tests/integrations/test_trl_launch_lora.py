@@ -72,3 +72,29 @@ def test_one_lora_step_trains_only_the_adapters(tmp_path: Path, music_dir: Path,
     changed = {name for name in before if not torch.equal(merged_weights[name], before[name])}
     assert changed
     assert all(".q_proj." in name or ".v_proj." in name for name in changed)
+
+
+def test_run_rl_records_the_adapters_dtypes_before_merging_them(
+    tmp_path: Path, music_dir: Path, tiny_tokenizer: Any
+) -> None:
+    """summary.json's trained dtypes of a LoRA run are the adapters' (read before save_final merges them
+    away; read after, nothing was trainable and the record was empty)."""
+    import torch
+
+    from progress_sql.training.rl import run_rl
+    from tests.tiny_lm import tiny_model
+
+    torch.manual_seed(0)
+    settings = RLSettings(
+        steps=1, prompts_per_step=2, generations=2, learning_rate=5e-3, max_new_tokens=8, save_steps=1,
+        save_total_limit=1, lora=LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")),
+    )  # fmt: skip
+    examples = load_task(str(music_dir / "questions.json"), music_dir)[:2]
+    prompts = [(FORMAT.prompt(e.db_id, e.question), e) for e in examples]
+    with ExecutionPool(workers=1) as pool:
+        result = run_rl(
+            tiny_model(tiny_tokenizer), tiny_tokenizer, FORMAT, prompts, settings, tmp_path / "rl", pool,
+            final=tmp_path / "final",
+        )  # fmt: skip
+    assert result.precision["trainable_parameter_dtypes"] == ["float32"]
+    assert (tmp_path / "final-adapter" / "adapter_config.json").is_file()

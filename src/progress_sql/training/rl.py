@@ -511,10 +511,11 @@ def run_rl(
     device_type = trainer.accelerator.device.type
     with cpu_lm_head(device_type), without_cudnn_attention(device_type):
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    precision = trainer_precision(trainer)  # before save_final: merging LoRA adapters leaves nothing trainable
     if final is not None:
         save_final(trainer, tokenizer, final, lora=settings.lora is not None)
     return RLResult(trainer.state.global_step, time.perf_counter() - start, metrics, str(resume) if resume else None,
-                    trainer_precision(trainer))  # fmt: skip
+                    precision)  # fmt: skip
 
 
 def trainer_precision(trainer: Any) -> dict[str, Any]:
