@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from progress_sql.backends.base import GenerationConfig
 from progress_sql.cli import app
+from progress_sql.prompts import Message
 from tests.conftest import build_database
 
 runner = CliRunner()
@@ -236,3 +239,68 @@ def test_summary_round_trips_through_the_typed_loader(shop: Path, tmp_path: Path
     (broken / "summary.json").write_text(json.dumps({"command": "audit", "settings": {}}))
     with pytest.raises(DatasetError, match="not an eval run folder"):
         read_eval(broken)
+
+
+class _GreedyBackend:
+    """A sampling backend at temperature 0: the same answer for every sample (what greedy decoding gives)."""
+
+    name = "openai"
+    draws = "n samples per request"
+
+    def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]:
+        return [["<think>count</think><sql>SELECT count(*) FROM item</sql>"] * config.n for _ in conversations]
+
+
+def test_a_vote_at_temperature_zero_warns_once_and_is_recorded(
+    shop: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--n 3`` at the default temperature 0 with a backend that samples: one warning on stderr before
+    the run, ``degenerate_vote`` and the sentence in summary.json, the warning in report.md."""
+    import progress_sql.backends.registry as registry
+
+    monkeypatch.setattr(registry, "make_backend", lambda name, **options: _GreedyBackend())
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["eval", "--task", str(shop / "questions.json"), "--out", str(out), "--workers", "1", "--timeout", "5",
+         "--json", "--backend", "openai", "--base-url", "http://unused/v1", "--model", "m", "--n", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("warning:") == 1
+    assert "--n 3 at temperature 0" in result.stderr
+    assert "vote@3 and pass@k equal greedy EX" in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["settings"]["decoding"]["degenerate_vote"] is True
+    assert [note for note in summary["notes"] if note.startswith("--n 3 at temperature 0")]
+    assert summary["metrics"]["matched"] == 1  # the count question; every sample the same answer
+    assert "- warning: a vote over identical samples" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("backend", "n", "temperature"),
+    [("openai", 3, 0.8), ("openai", 1, 0.0), ("transformers", 1, 0.0), ("replay", 3, 0.0), (None, 3, 0.0)],
+)
+def test_no_vote_warning_where_samples_can_differ_or_there_is_no_vote(
+    backend: str | None, n: int, temperature: float
+) -> None:
+    """Sampling at temperature > 0, one sample, scripted responses (replay) and prediction files
+    (no backend) have no degenerate vote by setting."""
+    from progress_sql.evaluation.run import degenerate_vote
+
+    assert degenerate_vote(backend, n, temperature) is None
+    assert degenerate_vote("transformers", 8, 0.0) is not None
+
+
+def test_replay_backend_votes_at_temperature_zero_without_a_warning(shop: Path, tmp_path: Path) -> None:
+    replay = tmp_path / "replay.jsonl"
+    responses = ["<sql>SELECT 4</sql>", "<sql>SELECT count(*) FROM item</sql>"]
+    script = {"key": QUESTIONS[2]["question"], "responses": responses}
+    replay.write_text(json.dumps(script) + "\n")
+    result = runner.invoke(
+        app,
+        ["eval", "--task", str(shop / "questions.json"), "--out", str(tmp_path / "out"), "--workers", "1",
+         "--json", "--backend", "replay", "--replay", str(replay), "--n", "2"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "warning:" not in result.stderr
+    assert json.loads(result.stdout)["settings"]["decoding"]["degenerate_vote"] is False

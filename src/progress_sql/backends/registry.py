@@ -49,6 +49,11 @@ BACKENDS: Mapping[str, Callable[[Mapping[str, Any]], Backend]] = {
 }
 
 
+#: Backends whose answers do not depend on the sampling settings (``replay`` plays scripted responses):
+#: temperature 0 makes no vote over them degenerate.
+SCRIPTED_BACKENDS = frozenset({"replay"})
+
+
 def make_backend(name: str, **options: Any) -> Backend:
     """Build the backend called ``name``; unknown names and missing options are ConfigErrors."""
     return lookup(BACKENDS, name, "backend")(options)

@@ -41,8 +41,8 @@ COMMANDS: dict[str, str] = {
     "split": "Cut a dataset into schema-disjoint train / validation / test splits by database.",
     "rollout": "Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset.",
     "train": "Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default. "
-    "A real --model gets the paper's settings (T = 4, G = 8, temperature 1.0, lr 1e-6); under `accelerate "
-    "launch` (recipes/trl/) it trains on several GPUs.",
+    "A real --model gets the trainer setting of docs/training.md (the paper's T = 4, G = 8, temperature 1.0; "
+    "our lr 1e-6); under `accelerate launch` (recipes/trl/) it trains on several GPUs.",
     "view": "Write the run explorer: one self-contained HTML page of a run folder (or two eval runs compared).",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)

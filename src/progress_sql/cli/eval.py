@@ -15,7 +15,7 @@ from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
 from progress_sql.evaluation.bird import BIRD_VES_REPEATS
 from progress_sql.evaluation.predictions import FORMATS
-from progress_sql.evaluation.run import EvalRequest, run_eval
+from progress_sql.evaluation.run import EvalRequest, degenerate_vote, run_eval
 from progress_sql.progress import phases, progress_bar
 from progress_sql.prompts import PROMPT_STYLES
 
@@ -106,6 +106,8 @@ def eval_command(
         **{name: options[name] for name in _REQUEST_OPTIONS}, prediction_format=prediction_format,
         timeout_s=timeout, api_key=os.environ.get("OPENAI_API_KEY"), contexts=view,
     )  # fmt: skip
+    if (vote_warning := degenerate_vote(backend, n, temperature)) is not None:
+        common.warn(vote_warning)  # once, before generation; summary.json's notes keep it
     with progress_bar("[bold]eval[/] {task.description}", console=common.stdout, quiet=json_output) as bar:
         outcome = run_eval(request, phases(bar))
     if json_output:

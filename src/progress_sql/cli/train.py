@@ -289,8 +289,8 @@ def train_command(
     view: bool = view_option(),
 ) -> None:
     """Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default.
-    A real --model gets the paper's settings (T = 4, G = 8, temperature 1.0, lr 1e-6); under
-    `accelerate launch` (recipes/trl/) it trains on several GPUs."""
+    A real --model gets the trainer setting of docs/training.md (the paper's T = 4, G = 8, temperature
+    1.0; our lr 1e-6); under `accelerate launch` (recipes/trl/) it trains on several GPUs."""
     algorithm = _algorithm(algorithm, legacy_preset)
     backend_engine(backend_db)  # its driver checked before anything loads
     with progress_bar("{task.description}", console=stderr) as progress:

@@ -100,6 +100,11 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         f"- source: {settings['source']}",
         f"- preset: `{settings['preset']['name']}` {settings['preset']['options']}",
         f"- decoding: {settings['decoding']}",
+        *(
+            ["- warning: a vote over identical samples (n > 1 at temperature 0): vote@N equals greedy EX"]
+            if settings["decoding"].get("degenerate_vote")
+            else []
+        ),
         f"- versions: {', '.join(f'{k} {v}' for k, v in summary['versions'].items())}",
         f"- ODT config {summary['odt_config_version']}, reward {summary['reward_config']['version']}",
         "",

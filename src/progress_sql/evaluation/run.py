@@ -155,6 +155,21 @@ class EvalSummary:
         return cls(**(required | optional | {"settings": EvalSettings.from_dict(data["settings"])}))
 
 
+def degenerate_vote(backend: str | None, n: int, temperature: float) -> str | None:
+    """The warning for a vote over identical samples, or None: ``n`` > 1 at temperature 0 with a backend
+    that samples (greedy decoding gives one answer ``n`` times, so Vote@N and pass@k equal greedy EX). A
+    prediction file and the replay backend have no temperature: never degenerate by setting."""
+    from progress_sql.backends.registry import SCRIPTED_BACKENDS
+
+    if backend is None or backend in SCRIPTED_BACKENDS or n == 1 or temperature > 0:
+        return None
+    return (
+        f"--n {n} at temperature 0: greedy decoding gives every question the same answer {n} times, so "
+        f"vote@{n} and pass@k equal greedy EX and the {n} samples cost {n} times the generation; "
+        "give --temperature > 0 (e.g. 0.8) for a vote over different samples, or --n 1"
+    )
+
+
 def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -> dict[str, Any]:
     generation = inputs.generation
     if inputs.backend is None:  # a prediction file: its own number of samples, no sampling settings
@@ -165,6 +180,7 @@ def _decoding(inputs: EvalInputs, samples_per_example: int, draws: str | None) -
         "mode": "greedy" if greedy else (f"vote@{generation.n}" if generation.n > 1 else "sampled"),
         "n": generation.n,
         "temperature": generation.temperature,
+        "degenerate_vote": degenerate_vote(inputs.backend, generation.n, generation.temperature) is not None,
         "top_p": generation.top_p,
         "max_tokens": generation.max_tokens,
         "seed": generation.seed,
@@ -217,6 +233,7 @@ def summarize_run(
         ),
     )
     reward = ProgressiveConfig()
+    vote_warning = degenerate_vote(inputs.backend, inputs.generation.n, inputs.generation.temperature)
     return EvalSummary(
         settings=settings,
         versions=package_versions(),
@@ -225,7 +242,7 @@ def summarize_run(
         metrics=metrics,
         gold_cache=dict(gold_cache),
         elapsed_s=round(elapsed_s, 3),
-        notes=tuple(notes(metrics)),
+        notes=(*notes(metrics), *([] if vote_warning is None else [vote_warning])),
     )
 
 
