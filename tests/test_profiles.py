@@ -45,7 +45,7 @@ def test_the_paper_profile_sets_what_the_paper_states() -> None:
     odt = config.odt
     assert (odt.verdict, odt.alpha, odt.set_op_weight) == ("syntax", 0.7, 0.0)
     assert (odt.select_order, odt.join_type, odt.nulls_order, odt.limit_values) == (False, False, False, False)
-    assert odt.tag_set == frozenset(PAPER_TAGS)
+    assert odt.tag_set == tuple(sorted(PAPER_TAGS))
     assert odt.tag_order == PAPER_TAGS
     trainer = SETTINGS[get_profile("paper").trainer_setting.value]
     assert (trainer.samples_per_prompt.value, trainer.temperature.value, trainer.turns.value) == (8, 1.0, 4)
@@ -68,3 +68,13 @@ def test_every_profile_is_plain_data_and_names_a_trainer_setting(name: str) -> N
     assert json.loads(json.dumps(settings)) == settings
     assert profile.trainer_setting.value in SETTINGS
     assert all(item.source in ("paper", "ours") and item.why for item in profile.sourced().values())
+
+
+def test_the_odt_switches_read_from_plain_values() -> None:
+    from progress_sql.env.settings import env_config_from_mapping
+
+    config = env_config_from_mapping(
+        {"odt": {"verdict": "syntax", "join_type": False, "tag_set": ["SELECT_ERROR"], "tag_order": ["SELECT_ERROR"]}}
+    )
+    assert (config.odt.verdict, config.odt.join_type) == ("syntax", False)
+    assert (config.odt.tag_set, config.odt.tag_order) == (("SELECT_ERROR",), ("SELECT_ERROR",))

@@ -87,7 +87,7 @@ class Profile:
             join_type="join_type" in refinements,
             nulls_order="nulls_order" in refinements,
             limit_values="limit_values" in refinements,
-            tag_set=None if tags is None else frozenset(tags),
+            tag_set=tags,
             tag_order=tags or (),
         )
 

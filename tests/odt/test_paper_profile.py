@@ -190,7 +190,8 @@ def test_odt_config_refuses_unknown_tag_names_and_verdicts() -> None:
     from progress_sql.errors import ConfigError
 
     with pytest.raises(ConfigError, match="NOT_A_TAG"):
-        OdtConfig(tag_set=frozenset({"NOT_A_TAG"}))
+        OdtConfig(tag_set=("NOT_A_TAG",))
     with pytest.raises(ConfigError, match="verdict"):
         OdtConfig(verdict="parser")  # type: ignore[arg-type]
     assert OdtConfig(tag_order=["SELECT_ERROR"]).tag_order == ("SELECT_ERROR",)  # type: ignore[arg-type]
+    assert OdtConfig(tag_set={"SELECT_ERROR", "JOIN_MISSING"}).tag_set == ("JOIN_MISSING", "SELECT_ERROR")  # type: ignore[arg-type]

@@ -84,7 +84,7 @@ class OdtConfig:
     ``select_order``, ``join_type``, ``nulls_order`` and ``limit_values`` profile SELECT column order,
     outer join sides, NULLs placement and the LIMIT count and OFFSET (each weighs through its clause
     and has its own tag; off: the similarity is 1.0, LIMIT is a presence flag); ``tag_set`` keeps only
-    the findings of those tags (None: every tag of the catalogue; ``PARSE_ERROR`` always stays: it
+    the findings of those tags (a set, kept sorted; None: every tag of the catalogue; ``PARSE_ERROR`` always stays: it
     marks the fallback message); ``tag_order`` puts those codes first, in that order, in the tags and
     the feedback (the rest follow in catalogue order).
     """
@@ -103,15 +103,16 @@ class OdtConfig:
     join_type: bool = True
     nulls_order: bool = True
     limit_values: bool = True
-    tag_set: frozenset[str] | None = None
+    tag_set: tuple[str, ...] | None = None
     tag_order: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ConfigError(f"OdtConfig.verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
-        # Plain values (YAML lists, trainer kwargs) become the frozen types.
+        # Plain values (YAML lists, trainer kwargs) become tuples; the set sorted, so a config's
+        # plain form (judge/gold.py reference_key) is the same in every process.
         if self.tag_set is not None:
-            object.__setattr__(self, "tag_set", frozenset(self.tag_set))
+            object.__setattr__(self, "tag_set", tuple(sorted(set(self.tag_set))))
         object.__setattr__(self, "tag_order", tuple(self.tag_order))
         unknown = sorted((set(self.tag_set or ()) | set(self.tag_order)) - set(TAGS))
         if unknown:
