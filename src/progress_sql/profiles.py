@@ -28,9 +28,10 @@ from progress_sql.rewards.registry import get_reward
 from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.sourced import Sourced, ours, paper
 
-#: The ODT refinements the paper's profile p = (c, b, T, S, W, J, G, H, O) does not have, by their
-#: :class:`OdtConfig` switch (each has its own tag and weighs through its clause; docs/odt.md step 5).
-REFINEMENTS: tuple[str, ...] = ("select_order", "join_type", "nulls_order", "limit_values")
+#: The ODT refinements the paper's ODT does not have, by their :class:`OdtConfig` switch: four features
+#: its profile p = (c, b, T, S, W, J, G, H, O) lacks (each has its own tag and weighs through its clause;
+#: docs/odt.md step 5), and CTEs scored where they are read (Appendix D matches them by name).
+REFINEMENTS: tuple[str, ...] = ("select_order", "join_type", "nulls_order", "limit_values", "inline_ctes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class Profile:
             join_type="join_type" in refinements,
             nulls_order="nulls_order" in refinements,
             limit_values="limit_values" in refinements,
+            inline_ctes="inline_ctes" in refinements,
             tag_set=tags,
             tag_order=tags or (),
         )
@@ -141,8 +143,9 @@ PROGRESS_SQL = Profile(
     ),
     odt_refinements=ours(
         REFINEMENTS,
-        "column order, outer join sides, NULLs placement, LIMIT count and OFFSET change results; each has "
-        "its own tag (issue 16)",
+        "column order, outer join sides, NULLs placement, LIMIT count and OFFSET change results, each with "
+        "its own tag; a CTE scored where it is read, so a CTE and the same derived table, or a renamed CTE, "
+        "score 1.0 (issue 16)",
     ),
     odt_alpha=paper(0.70, "alpha = 0.70 for SELECT nodes (Appendix D)"),
     odt_set_op_weight=ours(
@@ -177,7 +180,12 @@ PAPER = Profile(
         "JSQLParser 4.6 rejects syntax only (Appendix D); here SQLite's parser, without name resolution: "
         "an unknown column keeps its structural tags and F_struct",
     ),
-    odt_refinements=paper((), "p = (c, b, T, S, W, J, G, H, O) of Appendix D has none of them"),
+    odt_refinements=paper(
+        (),
+        "p = (c, b, T, S, W, J, G, H, O) of Appendix D has none of the four features; CTE names are matched "
+        "case-insensitively (Appendix D): a CTE reads as a table and hangs from its declaring query (where "
+        "it hangs: ours)",
+    ),
     odt_alpha=paper(0.70, "alpha = 0.70 for SELECT nodes (Appendix D)"),
     odt_set_op_weight=paper(0.0, "non-SELECT nodes are scored by child matching only (Appendix D)"),
     odt_tags=paper(

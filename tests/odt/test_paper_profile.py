@@ -195,3 +195,17 @@ def test_odt_config_refuses_unknown_tag_names_and_verdicts() -> None:
         OdtConfig(verdict="parser")  # type: ignore[arg-type]
     assert OdtConfig(tag_order=["SELECT_ERROR"]).tag_order == ("SELECT_ERROR",)  # type: ignore[arg-type]
     assert OdtConfig(tag_set={"SELECT_ERROR", "JOIN_MISSING"}).tag_set == ("JOIN_MISSING", "SELECT_ERROR")  # type: ignore[arg-type]
+
+
+def test_ctes_are_matched_by_name_under_paper() -> None:
+    cte = "WITH s AS (SELECT name FROM singer) SELECT name FROM s"
+    renamed = "WITH t AS (SELECT name FROM singer) SELECT name FROM t"
+    derived = "SELECT name FROM (SELECT name FROM singer) AS s"
+    for pred in (renamed, derived):  # read where they are used, both are the gold's structure
+        assert (diagnose(pred, cte, config=DEFAULT.odt_config()).f_struct, diagnose(pred, cte).tags) == (1.0, ())
+    config = PAPER.odt_config()
+    assert diagnose(cte, cte, config=config).f_struct == 1.0
+    for pred in (renamed, derived):  # no CTE of the same name: the CTE is unmatched, the source differs
+        diagnosis = diagnose(pred, prepare_gold(cte, config=config), config=config)
+        assert diagnosis.f_struct == pytest.approx(0.455, abs=1e-6)
+        assert diagnosis.tags == ("FROM_OR_JOIN_TABLE_MISMATCH", "SELECT_ERROR")

@@ -47,7 +47,9 @@ def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tup
     from progress_sql.sql.normalize import parse_for_odt
 
     statement = parse_for_odt(sql, schema, dialect=config.dialect)
-    tree = statement if isinstance(statement, ParseFailure) else odt_of(statement, schema)
+    tree = (
+        statement if isinstance(statement, ParseFailure) else odt_of(statement, schema, inline_ctes=config.inline_ctes)
+    )
     if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
         level = hardness(sql)
     else:

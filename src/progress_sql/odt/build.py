@@ -111,6 +111,9 @@ class _Build:
     #: Inlined CTE bodies so far; beyond the cap a CTE reads as a table (chains of CTEs that each
     #: read the previous one twice would otherwise grow the tree exponentially).
     inlined: int = 0
+    #: The cap: :data:`MAX_INLINED_CTES`, or 0 when CTEs are not inlined (``OdtConfig.inline_ctes``
+    #: off: every CTE reads as a table and hangs, by name, from the query that declares it).
+    max_inlined: int = 64
 
 
 MAX_INLINED_CTES = 64
@@ -206,7 +209,7 @@ def _query_node(
 
 def _cte_child(source: exp.Expr, build: _Build, ctes: Mapping[str, _Cte]) -> OdtNode | None:
     name = cte_reference(source, ctes)
-    if name is None or build.inlined >= MAX_INLINED_CTES:
+    if name is None or build.inlined >= build.max_inlined:
         return None
     entry = ctes[name]
     build.used.add(id(entry))
@@ -217,7 +220,7 @@ def _cte_child(source: exp.Expr, build: _Build, ctes: Mapping[str, _Cte]) -> Odt
 def _select_node(
     select: exp.Select, parent: Scope | None, build: _Build, ctes: Mapping[str, _Cte], projection_free: bool
 ) -> OdtNode:
-    readable = ctes if build.inlined < MAX_INLINED_CTES else {}
+    readable = ctes if build.inlined < build.max_inlined else {}
     sources = sources_of(select)
     scope = scope_of_sources(sources, build.schema, parent, readable.keys())
     cte_sources = (
@@ -260,23 +263,27 @@ def _select_node(
     return OdtNode("SELECT", profile=profile, children=tuple(children))
 
 
-def tree_from_ast(statement: exp.Expr, schema: Schema | None = None) -> OdtNode:
-    """Build the ODT of a parsed statement; raises :class:`NotAQueryError` for non-queries."""
-    return OdtNode("ROOT", children=(_query_node(statement, None, _Build(schema), {}),))
+def tree_from_ast(statement: exp.Expr, schema: Schema | None = None, *, inline_ctes: bool = True) -> OdtNode:
+    """Build the ODT of a parsed statement; raises :class:`NotAQueryError` for non-queries. Without
+    ``inline_ctes`` a CTE is not read where it is used: it hangs from its declaring query, by name."""
+    build = _Build(schema, max_inlined=MAX_INLINED_CTES if inline_ctes else 0)
+    return OdtNode("ROOT", children=(_query_node(statement, None, build, {}),))
 
 
-def build_odt(sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT) -> OdtNode | ParseFailure:
+def build_odt(
+    sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT, inline_ctes: bool = True
+) -> OdtNode | ParseFailure:
     """Parse and normalize ``sql`` and build its ODT, or say why it cannot be built."""
     statement = parse_for_odt(sql, schema, dialect=dialect)
     if isinstance(statement, ParseFailure):
         return statement
-    return odt_of(statement, schema)
+    return odt_of(statement, schema, inline_ctes=inline_ctes)
 
 
-def odt_of(statement: exp.Expr, schema: Schema | None = None) -> OdtNode | ParseFailure:
+def odt_of(statement: exp.Expr, schema: Schema | None = None, *, inline_ctes: bool = True) -> OdtNode | ParseFailure:
     """The ODT of a statement already parsed (and normalized) by ``parse_for_odt``, or why there is none."""
     try:
-        return tree_from_ast(statement, schema)
+        return tree_from_ast(statement, schema, inline_ctes=inline_ctes)
     except NotAQueryError as error:
         return ParseFailure(str(error))
     except RecursionError:

@@ -85,7 +85,9 @@ class OdtConfig:
     outer join sides, NULLs placement and the LIMIT count and OFFSET (each weighs through its clause
     and has its own tag; off: the similarity is 1.0, LIMIT is a presence flag); ``tag_set`` keeps only
     the findings of those tags (a set, kept sorted; None: every tag of the catalogue; ``PARSE_ERROR`` always stays: it
-    marks the fallback message); ``tag_order`` puts those codes first, in that order, in the tags and
+    marks the fallback message); ``inline_ctes`` scores a CTE where it is read, like a derived table
+    (off: a CTE reads as a table and hangs from the query that declares it, paired with the CTE of its
+    name only, as Appendix D matches CTEs); ``tag_order`` puts those codes first, in that order, in the tags and
     the feedback (the rest follow in catalogue order).
     """
 
@@ -103,6 +105,7 @@ class OdtConfig:
     join_type: bool = True
     nulls_order: bool = True
     limit_values: bool = True
+    inline_ctes: bool = True
     tag_set: tuple[str, ...] | None = None
     tag_order: tuple[str, ...] = ()
 

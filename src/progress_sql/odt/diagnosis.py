@@ -53,7 +53,8 @@ _DEFAULT = OdtConfig()
 
 def prepare_gold(sql: str, schema: Schema | None = None, config: OdtConfig = _DEFAULT) -> GoldReference:
     """Parse, profile and tokenize a gold query once."""
-    return GoldReference(sql, build_odt(sql, schema, dialect=config.dialect), bigrams(sql), schema)
+    tree = build_odt(sql, schema, dialect=config.dialect, inline_ctes=config.inline_ctes)
+    return GoldReference(sql, tree, bigrams(sql), schema)
 
 
 def diagnose(
@@ -75,7 +76,7 @@ def diagnose(
         if is_write_script(gold.sql, config.dialect):  # a write task's reference (odt/dml.py)
             return _diagnose_write(pred_text, gold.sql, schema, f_lex, config)
         return _unparsable("gold_unparsable", (), f_lex, gold.tree.reason, config)
-    pred_tree = build_odt(pred_text, schema, dialect=config.dialect)
+    pred_tree = build_odt(pred_text, schema, dialect=config.dialect, inline_ctes=config.inline_ctes)
     if isinstance(pred_tree, ParseFailure):
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
     # The engine's verdict only where sqlglot built a tree: what sqlglot refuses, the engine refuses too.

@@ -148,10 +148,13 @@ _DEFAULT_CONFIG = OdtConfig()
 _NESTED_KINDS = frozenset({"SUBQUERY", "CTE"})
 
 
-def _compatible(pred: OdtNode, gold: OdtNode) -> bool:
-    # A CTE is scored where it is read, so it pairs with a derived table or subquery as with a CTE.
+def _compatible(pred: OdtNode, gold: OdtNode, inline_ctes: bool = True) -> bool:
+    # A CTE is scored where it is read, so it pairs with a derived table or subquery as with a CTE;
+    # not inlined, a CTE pairs with the CTE of its name only (Appendix D).
     if pred.kind in QUERY_KINDS and gold.kind in QUERY_KINDS:
         return True
+    if not inline_ctes and "CTE" in (pred.kind, gold.kind):
+        return pred.kind == gold.kind and pred.label == gold.label
     return pred.kind in _NESTED_KINDS and gold.kind in _NESTED_KINDS
 
 
@@ -306,12 +309,13 @@ class _Comparer:
             return node.step
 
         used: set[int] = set()
+        inline = self.config.inline_ctes
         total = 0.0
         findings: set[Finding] = set()
         for gold_index, gold in enumerate(golds):
             best_index, best = -1, None
             for index, pred in enumerate(preds):
-                if index in used or not _compatible(pred, gold) or (ordered and index != gold_index):
+                if index in used or not _compatible(pred, gold, inline) or (ordered and index != gold_index):
                     continue
                 candidate = self.compare(pred, gold)
                 if best is None or candidate.score > best.score:
