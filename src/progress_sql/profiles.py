@@ -131,7 +131,9 @@ PROGRESS_SQL = Profile(
     prompt=paper("paper", "Appendix F's system prompt, round-1 and round-2+ templates"),
     schema_profile=ours("full", "the DDL with three sample values per column (docs/data.md)"),
     feedback=paper("tags", "the codes and their descriptions, Appendix F's round-2+ template"),
-    offer_ask=paper(False, "the paper's policy only answers; `<ask>` is accepted but not advertised"),
+    offer_ask=paper(
+        False, "the paper's policy only answers; `<ask>` is accepted on ambiguous questions only (env.core.ask_offered)"
+    ),
     preset=ours(
         "strict", "our reward semantics: row order where ORDER BY decides it, exact values (docs/semantics.md)"
     ),
