@@ -592,7 +592,7 @@ def grpo_trainer(
     trainer = ExampleIdTrainer(
         model=model,
         reward_funcs=component_reward_funcs(reward),
-        args=GRPOConfig(**args),
+        args=GRPOConfig(**_renamed_checkpointing(args)),
         train_dataset=_training_rows(prompts),
         processing_class=tokenizer,
         rollout_func=rollout,
@@ -607,6 +607,19 @@ def grpo_trainer(
     # about TRL's code, not the user's, and would repeat hundreds of times.
     warnings.filterwarnings("ignore", r"`(is_)?gradient_checkpointing\w*` is deprecated", FutureWarning)
     return trainer
+
+
+def _renamed_checkpointing(args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` with activation checkpointing under transformers 5's name: TRL 1.16's configs default the
+    old ``gradient_checkpointing`` to True (trl@1.16.0 trainer/base_config.py:62), and transformers
+    5.24's ``TrainingArguments`` warns (a FutureWarning in every run's log) when it resolves the old name
+    into ``activation_checkpointing`` (training_args.py:1533-1545). Given the new name, it does not; the
+    values are TRL's default or the caller's, under either name."""
+    settings = dict(args)
+    settings.setdefault("activation_checkpointing", settings.pop("gradient_checkpointing", True))
+    if "gradient_checkpointing_kwargs" in settings:
+        settings.setdefault("activation_checkpointing_kwargs", settings.pop("gradient_checkpointing_kwargs"))
+    return settings
 
 
 def frozen_layers_out_of_the_graph(model: Any, args: Any) -> bool:

@@ -317,7 +317,8 @@ def _answer_loss(model: Any, input_ids: Any, mask: Any, labels: Any) -> Any:
     positions that predict a label."""
     import torch
 
-    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    # no cache: a training pass reads none (checkpointed layers would drop it with a warning)
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state
     targets = labels[:, 1:]
     chosen = targets != IGNORE_INDEX
     logits = model.get_output_embeddings()(hidden[:, :-1][chosen])
@@ -446,7 +447,9 @@ def run_sft(
                 if answer_logits_only:
                     loss = _answer_loss(model, input_ids, mask, labels)
                 else:
-                    loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+                    # use_cache=False: a training pass reads no cache (and with checkpointed layers
+                    # transformers would turn it off itself, with a warning in the log).
+                    loss = model(input_ids=input_ids, attention_mask=mask, labels=labels, use_cache=False).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(trainable, 1.0)
