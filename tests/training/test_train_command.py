@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -14,7 +15,7 @@ pytest.importorskip("trl", reason="training needs the [trl] extra")
 from progress_sql.cli import app
 from progress_sql.models import native_bf16
 from progress_sql.prompts import CompactFormat
-from progress_sql.studies.report import write_train_run
+from progress_sql.studies.report import train_summary, write_train_run
 from progress_sql.training.recipe import TrainConfig, embedded_data, evaluate, load_checkpoint, run_embedded
 from progress_sql.training.rl import RLSettings
 
@@ -31,6 +32,28 @@ def tiny_config(out: Path, steps: int, compare: str | None = None) -> TrainConfi
         heldout_size=8,
         heldout_rl_size=8,
     )
+
+
+def model_card_of(folder: Path, summary: dict[str, Any]) -> Any:
+    """The model card ``train`` wrote in ``folder``, parsed by huggingface_hub, after checking that its
+    model-index holds summary.json's held-out figures (EX, n, SE, greedy, the preset) for the saved weights."""
+    from huggingface_hub import ModelCard
+    from huggingface_hub.repocard_data import model_index_to_eval_results
+
+    card = ModelCard.load(folder / "README.md")
+    figures = summary["ex_before" if "supervised checkpoint is kept" in summary["guard"] else "ex_after"]
+    _, results = model_index_to_eval_results(card.data.to_dict()["model-index"])
+    assert {r.dataset_split: r.metric_value for r in results} == {name: v["ex"] for name, v in figures.items()}
+    for result in results:
+        measured = figures[result.dataset_split]
+        assert (result.metric_type, result.task_type, result.metric_config) == ("execution_accuracy", "text-to-sql",
+                                                                                "strict")  # fmt: skip
+        assert result.metric_args["n"] == measured["n"]
+        assert result.metric_args["se"] == measured["se"]
+        assert result.metric_args["decoding"] == "greedy"
+        assert result.metric_args["preset"] == "strict"
+        assert f"n={measured['n']}" in result.metric_name
+    return card
 
 
 def no_bar(description: str, total: int):  # type: ignore[no-untyped-def]
@@ -81,6 +104,13 @@ def test_embedded_run_writes_the_report_and_resumes(tmp_path: Path) -> None:
         assert key in metrics[0]
     assert (out / "final" / "config.json").is_file()
     assert "kept" in first.guard
+    card = model_card_of(out / "final", summary)
+    assert card.data.license == "unknown"  # built from a config: no base model's licence applies
+    assert card.data.base_model is None
+    assert card.data.progress_sql["leakage"] == "not applied"
+    assert card.data.progress_sql["training_data_licence"] == "cc-by-sa-4.0"
+    assert "Not applied: " in card.text
+    assert "never score it on Spider dev" in card.text
 
     # a rerun with more steps reuses the supervised checkpoint and resumes RL from its last checkpoint
     second = run_embedded(tiny_config(out, steps=2), no_bar)
@@ -186,7 +216,22 @@ def test_pretrained_model_with_a_chat_template(tmp_path: Path, music_dir: Path) 
     assert (tmp_path / "run" / "dropped.jsonl").is_file()  # the rl-default gold filter ran
     assert result.data_sizes["dropped_by_filter"] == len((tmp_path / "run" / "dropped.jsonl").read_text().splitlines())
     assert "held-out EX" in result.guard
-    assert write_train_run(result, tmp_path / "run").is_file()
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\n---\n# a base model\n")
+    settings = {"model": str(folder), "task": "spider-train", "reward": "progressive", "temperature": 1.0, "turns": 2,
+                "rl_select": "last", "seed": 0}  # fmt: skip
+    assert write_train_run(result, tmp_path / "run", train_summary(result, settings)).is_file()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    card = model_card_of(tmp_path / "run" / "rl" / "final", summary)
+    assert card.data.license == "apache-2.0"  # the base model's, read from its card
+    assert card.data.base_model is None  # a local folder has no hub id
+    assert card.data.datasets == ["spider-train"]  # the held-out set's task
+    assert "Clean against nothing: no evaluation questions file was found" in card.text
+    assert card.data.progress_sql["training_data_licence"] == "cc-by-sa-4.0"
+    assert card.data.progress_sql["leakage"] == summary["leakage"]["decision"] == "clean"
+    assert "selection" in card.data.progress_sql
+    assert card.data.progress_sql["selection"] == "the last RL step"
+    assert "Training data: spider-train" in card.text
+    assert "CC BY-SA 4.0" in card.text
 
 
 def test_rl_settings_give_the_rollouts_any_env_field() -> None:

@@ -23,6 +23,8 @@ from progress_sql.types import Example
 #: How a task's examples are split by difficulty: Spider's hardness rules on the gold SQL, or the
 #: dataset's own ``difficulty`` field (BIRD: simple / moderate / challenging).
 Breakdown = Literal["hardness", "difficulty"]
+#: Spider's and BIRD's licence (and, share-alike, of every set derived from them), as the Hub spells it.
+CC_BY_SA = "cc-by-sa-4.0"
 Loader = Callable[[str | Path, str | Path], list[Example]]
 
 
@@ -44,6 +46,9 @@ class Task:
     evaluation: bool = False
     #: Shipped with the package (data/embedded): no ``--data-dir`` needed, ``loader`` ignores its paths.
     embedded: bool = False
+    #: The data's licence as the Hugging Face Hub spells it (``unknown``: not recorded here, and the cards
+    #: of ``export`` and ``train`` say so). Spider, BIRD and what derives from them (share-alike): CC BY-SA 4.0.
+    licence: str = "unknown"
 
     def load(self, data_dir: str | Path | None) -> list[Example]:
         if self.embedded:
@@ -59,7 +64,8 @@ class Task:
 TASKS: dict[str, Task] = {
     task.name: task
     for task in (
-        Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)", evaluation=True),
+        Task("spider-dev", "dev.json", "database", load_spider, "Spider 1.0 dev (1034 questions)", evaluation=True,
+             licence=CC_BY_SA),
         Task(
             "spider-test",
             "test.json",
@@ -67,6 +73,7 @@ TASKS: dict[str, Task] = {
             load_spider,
             "Spider 1.0 test (2147 questions), the release's test.json and test_database/",
             evaluation=True,
+            licence=CC_BY_SA,
         ),
         Task(
             "bird-dev",
@@ -77,6 +84,7 @@ TASKS: dict[str, Task] = {
             preset="bird",
             breakdown="difficulty",
             evaluation=True,
+            licence=CC_BY_SA,
         ),
         Task(
             "spider-dk",
@@ -85,6 +93,7 @@ TASKS: dict[str, Task] = {
             load_spider,
             "Spider-DK (535 questions needing domain knowledge), file beside Spider's dev.json",
             evaluation=True,
+            licence=CC_BY_SA,
         ),
         Task(
             "spider-syn",
@@ -93,6 +102,7 @@ TASKS: dict[str, Task] = {
             load_spider_syn,
             "Spider-Syn dev (1034 questions with synonyms, SpiderSynQuestion), in Spider's folder",
             evaluation=True,
+            licence=CC_BY_SA,
         ),
         Task(
             "spider-realistic",
@@ -101,9 +111,11 @@ TASKS: dict[str, Task] = {
             load_spider,
             "Spider-Realistic (508 questions without explicit column names), file beside Spider's dev.json",
             evaluation=True,
+            licence=CC_BY_SA,
         ),
         # Training splits (export and train): the paper's RL data mixes BIRD train, Spider train and SynSQL.
-        Task("spider-train", "train_spider.json", "database", load_spider, "Spider 1.0 train (7000 questions)"),
+        Task("spider-train", "train_spider.json", "database", load_spider, "Spider 1.0 train (7000 questions)",
+             licence=CC_BY_SA),
         Task(
             "bird-train",
             "train.json",
@@ -112,6 +124,7 @@ TASKS: dict[str, Task] = {
             "BIRD train (9428 questions), the release's train/ folder",
             preset="bird",
             breakdown="difficulty",
+            licence=CC_BY_SA,
         ),
         Task(
             "synsql",
@@ -124,10 +137,10 @@ TASKS: dict[str, Task] = {
         # Embedded sets of the other task kinds (docs/tasks.md#the-embedded-sets).
         Task("embedded-write", WRITE_TASKS_FILE, ".", lambda _q, _r: write_tasks(),
              "write tasks over the embedded databases (checked by queries on the resulting state)",
-             breakdown="difficulty", embedded=True),
+             breakdown="difficulty", embedded=True, licence=CC_BY_SA),
         Task("embedded-ambiguous", AMBIGUOUS_FILE, ".", lambda _q, _r: ambiguous_questions(),
              "Spider dev questions over the embedded databases made ambiguous, with labelled slots",
-             breakdown="difficulty", embedded=True),
+             breakdown="difficulty", embedded=True, licence=CC_BY_SA),
     )
 }  # fmt: skip
 
@@ -172,6 +185,13 @@ def resolve_task(
         raise DatasetError(f"unknown task {task!r}: not a registered task ({known}) nor an existing file")
     root = Path(data_dir) if data_dir is not None else path.parent
     return SPIDER_FORMAT, load_spider(path, db_root if db_root is not None else path_database_folder(path, root))
+
+
+def task_licence(task: str) -> str:
+    """The licence of a registered task's data (:attr:`Task.licence`); ``unknown`` for a questions file
+    given by path or another name."""
+    spec = TASKS.get(task)
+    return spec.licence if spec is not None else "unknown"
 
 
 def load_task(task: str, data_dir: str | Path | None) -> list[Example]:

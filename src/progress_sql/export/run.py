@@ -24,6 +24,7 @@ from progress_sql.export.build import (
     parse_path_map,
     write_export,
 )
+from progress_sql.export.card import card_plan, write_dataset_card
 from progress_sql.export.formats import get_format
 from progress_sql.progress import Phase
 from progress_sql.runfolder import RunFolder, RunSummary, basic_report, package_versions, write_json, writing_results
@@ -110,8 +111,11 @@ def run_export(request: ExportRequest, phase: Phase) -> ExportRun:
         "dropped_file": str(dropped_path(out)) if dropped else None,
         "export_version": EXPORT_VERSION,
         "versions": package_versions(),
+        "card": card_plan(out.parent),
     }
     write_json(manifest_path(out), manifest)
+    if manifest["card"]["written"]:  # after the manifest: the card describes every export in the folder
+        write_dataset_card(out.parent)
     if request.report_dir is not None:
         _write_report_dir(request, settings, manifest, _example_records(every, keep, dropped))
     return ExportRun(summary, manifest, len(dropped))
@@ -188,6 +192,7 @@ def _collect(
         raise ConfigError("give exactly one of --task or --mix")
     if mix is not None:
         from progress_sql.data.mixture import draw_mixture, read_mixture_spec
+        from progress_sql.data.tasks import task_licence
 
         spec = read_mixture_spec(mix)
         mixture, decision = draw_mixture(spec, allow_eval_overlap=allow_eval_overlap, eval_data_dirs=eval_data_dirs)
@@ -198,6 +203,7 @@ def _collect(
             "available": mixture.available,
             "duplicates_removed": mixture.duplicates,
             "leakage": decision.to_dict(),
+            "licences": {source.name: task_licence(source.task) for source in spec.sources},
         }
         return [(d.source, d.example) for d in mixture.items], origin
     from progress_sql.data.leakage import check_leakage
@@ -210,5 +216,5 @@ def _collect(
     folders = [data_dir] if data_dir is not None else [Path(task).parent] if spec_task.name == "spider-format" else []
     decision = check_leakage(drawn, allow=allow_eval_overlap, eval_data_dirs=eval_data_dirs, extra_folders=folders)
     origin = {"task": task, "data_dir": str(data_dir) if data_dir else None, "questions": questions,
-              "leakage": decision.to_dict()}  # fmt: skip
+              "leakage": decision.to_dict(), "licences": {name: spec_task.licence}}  # fmt: skip
     return drawn, origin

@@ -12,6 +12,7 @@ from typing import Any
 from progress_sql.evaluation.stats import Accuracy, PairedChange
 from progress_sql.plots import PlottingUnavailableError, accuracy_bars, training_curves
 from progress_sql.runfolder import RunFolder, RunSummary
+from progress_sql.studies.card import write_run_card
 from progress_sql.training.recipe import RunResult, heldout_change, template_set
 
 CURVES = (
@@ -296,11 +297,13 @@ def train_summary(result: RunResult, settings: Mapping[str, Any]) -> RunSummary:
 
 def write_train_run(result: RunResult, out: Path, run: RunSummary | None = None) -> Path:
     """Write the run folder once: ``summary.json`` (``run``; without one, no settings), ``samples.jsonl``
-    (every logged RL step of every reward's run, ``run_reward`` naming it), the plots and ``report.md``;
-    returns the report's path."""
+    (every logged RL step of every reward's run, ``run_reward`` naming it), the saved model's card
+    (:func:`progress_sql.studies.card.write_run_card`), the plots and ``report.md``; returns the report's path."""
     folder = RunFolder(out)
-    folder.write_summary(run or train_summary(result, {}))
+    run = run or train_summary(result, {})
+    folder.write_summary(run)
     folder.write_records({"run_reward": reward, **step} for reward, rl in result.rl.items() for step in rl.metrics)
+    write_run_card(out, run.to_dict(), embedded=result.config.embedded)  # the saved model's README.md
     return folder.write_report(render_report(result, summary(result), write_plots(result, out)))
 
 
