@@ -8,7 +8,8 @@
 # (SkyRL) explains each setting. Environment variables: MODEL, TRAIN_DATA, VAL_DATA (parquet files of
 # `progress-sql export --format skyrl`), ALGORITHM, NNODES, GPUS_PER_NODE, PYTHON (a Python >= 3.12
 # environment with installsets/skyrl-gpu.txt and progress-sql), SETTING (the trainer setting's name,
-# default paper), EXPERIMENT, CKPT_DIR, ENV_SETTINGS. PROGRESS_SQL_DRY_RUN=1 prints the command line,
+# default paper), PROFILE (the profile, progress_sql/profiles.py, default progress-sql: paper runs the
+# paper's reward, ODT, preset and schema; docs/profiles.md), EXPERIMENT, CKPT_DIR, ENV_SETTINGS. PROGRESS_SQL_DRY_RUN=1 prints the command line,
 # one argument per line, instead of starting.
 #
 # The trainer setting (G, temperature, T, KL, updates per batch, loss reduction, lengths, batch,
@@ -30,6 +31,8 @@ GPUS_PER_NODE="${GPUS_PER_NODE:-8}"
 EXPERIMENT="${EXPERIMENT:-progress-sql-$ALGORITHM}"
 CKPT_DIR="${CKPT_DIR:-$HOME/ckpts/$EXPERIMENT}"
 ENV_SETTINGS="${ENV_SETTINGS:-$here/env.yaml}"
+PROFILE="${PROFILE:-progress-sql}"
+"$PYTHON" -c 'import sys; from progress_sql.profiles import get_profile; get_profile(sys.argv[1])' "$PROFILE"
 GPUS=$((NNODES * GPUS_PER_NODE))
 # The trainer setting as SkyRL overrides, one per line (a failure stops the recipe: set -e).
 SETTING_OVERRIDES="$("$PYTHON" -m progress_sql.integrations.trainer_setting skyrl "${SETTING:-paper}")"
@@ -53,6 +56,7 @@ args=(
   "data.val_data=['$VAL_DATA']"
   "environment.env_class=progress_sql"
   "environment.skyrl_gym.progress_sql.settings_file=$ENV_SETTINGS"
+  "environment.skyrl_gym.progress_sql.profile=$PROFILE"
   "environment.skyrl_gym.max_env_workers=32"        # stepping threads; the SQL pool gets as many workers
   "trainer.policy.model.path=$MODEL"
   "trainer.strategy=fsdp"

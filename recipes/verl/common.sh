@@ -10,7 +10,9 @@
 #
 # Environment variables: MODEL, TRAIN_FILES, VAL_FILES (parquet files of verl_row rows), NNODES,
 # GPUS_PER_NODE, PYTHON (the verl environment's python, with progress-sql importable), SETTING (the
-# trainer setting's name, default paper), EXPERIMENT, CHECKPOINT_DIR (checkpoints go to
+# trainer setting's name, default paper), PROFILE (the profile, progress_sql/profiles.py, default
+# progress-sql: paper runs the paper's reward, ODT, preset and schema; the agent loop and the reward
+# both read it from reward_kwargs.profile, docs/profiles.md), EXPERIMENT, CHECKPOINT_DIR (checkpoints go to
 # CHECKPOINT_DIR/<experiment>; made absolute, default $HOME/checkpoints/progress-sql), KEEP_CHECKPOINTS
 # (actor checkpoints kept, default 2: a 7B FSDP checkpoint with optimizer state is about 80 GB),
 # ROLLOUT_DATA_DIR (when set, every training step's
@@ -35,6 +37,8 @@ AGENT_LOOPS="$("$PYTHON" -c 'import progress_sql.integrations.verl as v; print(v
 REWARD_FILE="$("$PYTHON" -c 'import progress_sql.integrations.verl.reward as r; print(r.__file__)')"
 # The trainer setting as verl overrides, one per line (a failure stops the recipe: set -e).
 SETTING_OVERRIDES="$("$PYTHON" -m progress_sql.integrations.trainer_setting verl "${SETTING:-paper}")"
+PROFILE="${PROFILE:-progress-sql}"
+"$PYTHON" -c 'import sys; from progress_sql.profiles import get_profile; get_profile(sys.argv[1])' "$PROFILE"
 mapfile -t setting_overrides <<< "$SETTING_OVERRIDES"
 
 common_overrides=(
@@ -60,8 +64,8 @@ common_overrides=(
   # custom_reward_function.* is legacy and silently ignored by main_ppo).
   "reward.custom_reward_function.path=$REWARD_FILE"
   "reward.custom_reward_function.name=compute_score"
-  "+reward.custom_reward_function.reward_kwargs.reward=progressive"
-  "+reward.custom_reward_function.reward_kwargs.gamma=0.5"
+  # The profile's reward and weights (gamma = 0.5), read by compute_score and by the agent loop alike.
+  "+reward.custom_reward_function.reward_kwargs.profile=$PROFILE"
   "reward.reward_manager.name=naive"
   "reward.num_workers=8"
   "trainer.n_gpus_per_node=$GPUS_PER_NODE"

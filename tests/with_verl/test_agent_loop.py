@@ -42,9 +42,12 @@ def agent_loops_file(folder: Path, **settings: Any) -> Path:
     return path
 
 
-def make_worker(model_dir: Path, loops: Path, *, prompt_length: int = 4096, response_length: int = 1024) -> Any:
+def make_worker(
+    model_dir: Path, loops: Path, *, prompt_length: int = 4096, response_length: int = 1024, extra: tuple[str, ...] = ()
+) -> Any:
     config = compose_verl(
         [
+            *extra,
             f"actor_rollout_ref.model.path={model_dir}",
             f"actor_rollout_ref.rollout.prompt_length={prompt_length}",
             f"actor_rollout_ref.rollout.response_length={response_length}",
@@ -359,6 +362,32 @@ def test_the_loop_takes_every_env_setting_and_renders_no_prompt(model_dir: Path,
 
     with pytest.raises(InstantiationException, match=r"unknown agent_loops\.yaml keys: max_turn") as raised:
         asyncio.run(make())
+    assert isinstance(raised.value.__cause__, ConfigError)
+
+
+def test_the_loop_runs_the_profile_the_reward_names(model_dir: Path, tmp_path: Path) -> None:
+    """``PROFILE=paper`` in the recipes: ``reward_kwargs.profile``, which the loop reads from the trainer's
+    configuration; ``profile:`` in agent_loops.yaml may name it too, not another."""
+    from progress_sql.env.settings import env_config_from_profile
+
+    worker = make_worker(
+        model_dir, AGENT_LOOPS_YAML, extra=("+reward.custom_reward_function.reward_kwargs.profile=paper",)
+    )
+
+    async def make(entry: Any = None) -> Any:
+        return build_loop(worker, ScriptedServer(worker.tokenizer, {}), "qwen2", entry)
+
+    config = asyncio.run(make()).env_config
+    assert config == replace(env_config_from_profile("paper", {"timeout_s": 10.0}), schema_profile="none")
+    assert (config.reward, config.preset, config.odt.verdict, config.max_turns) == (
+        "progressive-paper",
+        "bird",
+        "syntax",
+        4,
+    )
+    clash = OmegaConf.load(agent_loops_file(tmp_path, profile="progress-sql"))[0]
+    with pytest.raises(InstantiationException, match=r"reward_kwargs\.profile paper") as raised:
+        asyncio.run(make(clash))
     assert isinstance(raised.value.__cause__, ConfigError)
 
 

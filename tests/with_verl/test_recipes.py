@@ -82,10 +82,10 @@ def test_recipe_overrides_are_verl_keys_with_the_papers_settings(name: str) -> N
     assert reward_fn is not None
     raw_fn, reward_kwargs = reward_fn.args
     assert raw_fn.__name__ == compute_score.__name__
-    assert reward_kwargs == {"reward": "progressive", "gamma": 0.5}
+    assert reward_kwargs == {"profile": "progress-sql"}  # the profile's reward and weights (PROFILE)
     records = {TURNS_KEY: [RECORD, {**RECORD, "turn": 2, "match": True, "f": 1.0}]}
     assert reward_fn(data_source="spider", solution_str="", ground_truth="SELECT 1", extra_info=records) == (
-        compute_score("spider", "", "SELECT 1", records, gamma=0.5)
+        compute_score("spider", "", "SELECT 1", records, reward="progressive", gamma=0.5)
     )
     # verl's typed configs accept the values (loss modes, clip ranges, batch sizes).
     omega_conf_to_dataclass(actor)

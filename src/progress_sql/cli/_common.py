@@ -19,6 +19,7 @@ from progress_sql.cluster.connect import shard_workers
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
 from progress_sql.judge.compare import PRESETS
+from progress_sql.profiles import DEFAULT_PROFILE, PROFILES
 from progress_sql.runfolder import prepared_folder
 
 stdout = Console(highlight=False)
@@ -147,6 +148,17 @@ def preset_option(default: str | None = None) -> Any:
 
 def algorithm_option() -> Any:
     return typer.Option("grpo", "--algorithm", help=f"RL algorithm: {' or '.join(ALGORITHMS)}.")
+
+
+def profile_option() -> Any:
+    """``--profile NAME``: the profile (``progress_sql.profiles``) every setting the command's options
+    leave unset comes from; an unknown name fails with the known ones (exit 2)."""
+    return typer.Option(
+        DEFAULT_PROFILE,
+        "--profile",
+        help=f"Profile: {', '.join(PROFILES)}: the environment, ODT and reward settings no option here "
+        "gives (docs/profiles.md); an option given here wins over the profile.",
+    )
 
 
 def json_option() -> Any:

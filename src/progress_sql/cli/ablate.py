@@ -20,6 +20,7 @@ from progress_sql.cli._common import (
     data_dir_option,
     json_option,
     out_dir_option,
+    profile_option,
     stderr,
     stdout,
     view_option,
@@ -70,6 +71,7 @@ def ablate_command(
     data_dir: Path | None = data_dir_option(),
     sft_steps: int | None = typer.Option(None, "--sft-steps", help="A recipe's warm-start steps (default: its own)."),
     heldout_size: int | None = _HELDOUT_SIZE,
+    profile: str = profile_option(),
     as_json: bool = json_option(),
     view: bool = view_option(),
 ) -> None:
@@ -90,7 +92,7 @@ def ablate_command(
 #: The options :class:`AblateRequest` takes as they are, by its field names.
 _REQUEST_OPTIONS = (
     "out", "seeds", "arms", "steps", "lr", "per_device_batch", "quick", "threads", "model", "data_dir", "sft_steps",
-    "heldout_size",
+    "heldout_size", "profile",
 )  # fmt: skip
 
 

@@ -47,7 +47,10 @@ _PROMPT = typer.Option(
     "paper", "--prompt", help=f"Prompt style: {', '.join(PROMPT_STYLES)} (docs/data.md#prompt-styles)."
 )
 _SCHEMA_PROFILE = typer.Option(
-    None, "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)} (default: the prompt style's)."
+    None,
+    "--schema-profile",
+    help=f"One of {', '.join(SCHEMA_PROFILES)} (default: the profile's with its prompt style, paper; "
+    "else the prompt style's).",
 )
 _BIRD_METRICS = typer.Option(
     None,
@@ -80,6 +83,7 @@ def eval_command(
     sampling: str = _SAMPLING,
     prompt: str = _PROMPT,
     schema_profile: str | None = _SCHEMA_PROFILE,
+    profile: str = common.profile_option(),
     suite: Path | None = typer.Option(None, "--suite", help="Test-suite folder: <db_id>/*.sqlite databases (TS)."),
     preset: str | None = common.preset_option(),
     out: Path = common.out_dir_option(also="plots"),
@@ -120,7 +124,7 @@ def eval_command(
 #: The options :class:`EvalRequest` takes as they are, by its field names.
 _REQUEST_OPTIONS = (
     "task", "out", "data_dir", "db_root", "predictions", "backend", "base_url", "model", "replay", "sampling",
-    "n", "temperature", "top_p", "max_tokens", "seed", "prompt", "schema_profile", "suite", "preset",
+    "n", "temperature", "top_p", "max_tokens", "seed", "prompt", "schema_profile", "profile", "suite", "preset",
     "keep_distinct", "limit", "workers", "cache_dir", "plots", "bird_metrics", "ves_repeats", "backend_db", "ray",
     "ray_databases",
 )  # fmt: skip

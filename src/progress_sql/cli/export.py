@@ -29,6 +29,9 @@ _FILTER_NAME = typer.Option(
 _REPORT_DIR = typer.Option(
     None, "--report-dir", help="Also write a run folder here: summary.json, samples.jsonl, report.md."
 )
+_SCHEMA_PROFILE = typer.Option(
+    None, "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)} (default: the profile's)."
+)
 _OFFER_ASK = typer.Option(
     False,
     "--offer-ask",
@@ -46,7 +49,8 @@ def export_command(
     mix: Path | None = typer.Option(None, "--mix", help="JSON mixture spec (instead of --task); docs/export.md."),
     path_map: list[str] = _PATH_MAP,
     filter_name: str = _FILTER_NAME,
-    schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    schema_profile: str | None = _SCHEMA_PROFILE,
+    profile: str = common.profile_option(),
     suite: Path | None = common.suite_option(),
     allow_eval_overlap: bool = common.allow_eval_overlap_option(),
     eval_data_dir: list[Path] = common.eval_data_dir_option(),
@@ -84,8 +88,8 @@ def export_command(
 
 #: The options :class:`ExportRequest` takes as they are, by its field names.
 _REQUEST_OPTIONS = (
-    "out", "task", "data_dir", "questions", "mix", "filter_name", "schema_profile", "suite", "allow_eval_overlap",
-    "workers", "report_dir", "backend_db", "offer_ask", "ray", "ray_databases",
+    "out", "task", "data_dir", "questions", "mix", "filter_name", "schema_profile", "profile", "suite",
+    "allow_eval_overlap", "workers", "report_dir", "backend_db", "offer_ask", "ray", "ray_databases",
 )  # fmt: skip
 
 

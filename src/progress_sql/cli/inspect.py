@@ -47,6 +47,8 @@ def inspect_command(
     for name, n in results["per_reason"].items():
         table.add_row(name, str(n))
     common.stdout.print(table)
+    if results["profile"] is not None:
+        common.stdout.print(f"profile: {results['profile']}")
     common.stdout.print(f"wrote {out / 'samples.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
 
 

@@ -13,16 +13,24 @@ from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
-from progress_sql.env.core import FEEDBACK_LEVELS, EnvConfig
+from progress_sql.env.core import FEEDBACK_LEVELS
 from progress_sql.env.rollout import RolloutRequest, run_rollout
+from progress_sql.env.settings import env_config_from_options
+from progress_sql.judge.compare import PRESETS
 from progress_sql.progress import phases, progress_bar
 from progress_sql.rewards.tasks import TaskTermsConfig
 
 _OFFER_ASK = typer.Option(
     False,
     "--offer-ask",
-    help="Offer the <ask> action in the prompt (docs/tasks.md); off: only ambiguous questions accept it.",
+    help="Offer the <ask> action in the prompt (docs/tasks.md); off: the profile's (only ambiguous questions "
+    "accept it).",
 )
+
+
+def _option(flag: str, help: str) -> Any:
+    """An environment option: None (not given) leaves the profile's value (``--profile``)."""
+    return typer.Option(None, flag, help=f"{help[:-1]} (default: the profile's).")
 
 
 def rollout_command(
@@ -30,14 +38,15 @@ def rollout_command(
     data_dir: Path | None = common.data_dir_option(),
     backend: str = typer.Option(..., "--backend", help=f"Generation backend: {', '.join(sorted(BACKENDS))}."),
     out: Path = common.out_dir_option(),
-    turns: int = typer.Option(4, "--turns", help="Turn budget T."),
+    turns: int | None = typer.Option(None, "--turns", help="Turn budget T (default: the profile's, 4)."),
     base_url: str | None = typer.Option(None, "--base-url", help="openai: server URL, e.g. http://localhost:8000/v1"),
     model: str | None = typer.Option(None, "--model", help="openai: model name; transformers: model folder."),
     replay: Path | None = typer.Option(None, "--replay", help="replay: JSONL file of scripted responses."),
-    preset: str = common.preset_option("strict"),
-    feedback: str = typer.Option("tags", "--feedback", help=f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
-    reward: str = typer.Option("progressive", "--reward", help="Reward name (see the reward registry)."),
-    schema_profile: str = typer.Option("full", "--schema-profile", help=f"One of {', '.join(SCHEMA_PROFILES)}."),
+    profile: str = common.profile_option(),
+    preset: str | None = _option("--preset", f"Comparison semantics: {', '.join(PRESETS)}."),
+    feedback: str | None = _option("--feedback", f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
+    reward: str | None = _option("--reward", "Reward name from the reward registry."),
+    schema_profile: str | None = _option("--schema-profile", f"One of {', '.join(SCHEMA_PROFILES)}."),
     suite: Path | None = common.suite_option(),
     temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Tokens per turn."),
@@ -52,16 +61,15 @@ def rollout_command(
 ) -> None:
     """Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset."""
     common.check_timeout(timeout)
-    env = EnvConfig(
-        max_turns=turns, preset=preset, feedback=feedback,  # type: ignore[arg-type]
-        reward=reward, schema_profile=schema_profile,  # type: ignore[arg-type]
-        timeout_s=timeout, suite=None if suite is None else str(suite), backend_db=backend_db,
-        tasks=TaskTermsConfig(offer_ask=offer_ask),
-    )  # fmt: skip
+    env = env_config_from_options(profile, {
+        "max_turns": turns, "preset": preset, "feedback": feedback, "reward": reward, "schema_profile": schema_profile,
+        "timeout_s": timeout, "suite": None if suite is None else str(suite), "backend_db": backend_db,
+        "tasks": TaskTermsConfig(offer_ask=True) if offer_ask else None,
+    })  # fmt: skip
     common.backend_engine(backend_db)
     request = RolloutRequest(
         task, backend, common.prepare_out(out), env,
-        GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed), data_dir=data_dir,
+        GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed), data_dir=data_dir, profile=profile,
         base_url=base_url, model=model, replay=replay, api_key=os.environ.get("OPENAI_API_KEY"), limit=limit,
         workers=common.resolve_workers(workers), workers_given=workers, contexts=view,
     )  # fmt: skip

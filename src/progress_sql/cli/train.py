@@ -27,6 +27,7 @@ from progress_sql.cli._common import (
     eval_data_dir_option,
     json_option,
     out_dir_option,
+    profile_option,
     stderr,
     stdout,
     suite_option,
@@ -97,7 +98,7 @@ LegacyPreset = Annotated[
     str | None,
     typer.Option("--preset", hidden=True, help=f"Deprecated name of --algorithm ({' or '.join(ALGORITHMS)})."),
 ]
-Reward = Annotated[str, _option("--reward", "Reward name from the registry.")]
+Reward = Annotated[str | None, _option("--reward", "Reward name from the registry (default: the profile's).")]
 CompareReward = Annotated[
     str | None, _option("--compare-reward", "Also train with this reward (same data, seed, steps) and compare.")
 ]
@@ -245,7 +246,8 @@ def train_command(
     prompt: Prompt = None,
     algorithm: str = algorithm_option(),
     legacy_preset: LegacyPreset = None,
-    reward: Reward = "progressive",
+    profile: str = profile_option(),
+    reward: Reward = None,
     compare_reward: CompareReward = None,
     turns: Turns = None,
     steps: Steps = None,
@@ -308,7 +310,7 @@ _RL_OPTIONS = {
 }  # fmt: skip
 #: The options :class:`TrainRequest` takes as they are, by its field names.
 _PLAIN_OPTIONS = (
-    "out", "model", "recipe", "prompt", "algorithm", "reward", "compare_reward", "rl_prompts", "sft_steps",
+    "out", "model", "recipe", "prompt", "algorithm", "profile", "reward", "compare_reward", "rl_prompts", "sft_steps",
     "trainable_layers", "heldout_size", "sft_target", "rl_select", "rl_check_every", "task", "data_dir",
     "data_filter", "suite", "allow_eval_overlap", "seed", "threads", "vllm", "vllm_gpu_memory", "vllm_server_host",
     "vllm_server_port", "vllm_server_timeout", "backend_db",

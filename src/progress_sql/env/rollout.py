@@ -18,6 +18,7 @@ from progress_sql.errors import GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.gold import GoldStore
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.prompts import Message
 from progress_sql.runfolder import RunSummary, writing_results
@@ -177,6 +178,8 @@ class RolloutRequest:
     workers_given: int = 0  # as given (0: one per core), recorded
     #: Also write the page's contexts (questions, gold SQL, schema excerpts) for ``--view``.
     contexts: bool = False
+    #: The profile ``env`` was built from (``progress_sql.profiles``), recorded in ``summary.json``.
+    profile: str = DEFAULT_PROFILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +250,7 @@ def rollout_settings(request: RolloutRequest) -> dict[str, Any]:
     return {
         "task": request.task,
         "data_dir": str(request.data_dir) if request.data_dir else None,
+        "profile": get_profile(request.profile).settings(),
         "backend": request.backend,
         "model": request.model,
         "turns": config.max_turns,

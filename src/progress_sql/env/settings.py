@@ -69,8 +69,21 @@ def env_config_from_mapping(values: Mapping[str, Any], *, source: str = "EnvConf
     return EnvConfig(**given)
 
 
-def env_config_from_profile(name: str, overrides: Mapping[str, Any] | None = None) -> EnvConfig:
+def env_config_from_profile(
+    name: str, overrides: Mapping[str, Any] | None = None, *, source: str | None = None
+) -> EnvConfig:
     """The :class:`EnvConfig` of profile ``name`` (every field it sets), ``overrides`` (plain values,
-    as :func:`env_config_from_mapping` reads them) on top."""
+    as :func:`env_config_from_mapping` reads them) on top; ``source`` names the overrides in an error."""
     given = get_profile(name).env_fields() | dict(overrides or {})
-    return env_config_from_mapping(given, source=f"profile {name}")
+    return env_config_from_mapping(given, source=source or f"profile {name}")
+
+
+def env_config_from_options(profile: str, options: Mapping[str, Any]) -> EnvConfig:
+    """A command's environment: profile ``profile``'s, with the options the user gave (``options`` by
+    :class:`EnvConfig` field; None: not given, the profile's value stays) on top. Every command with
+    ``--profile`` builds its environment here.
+
+    >>> env_config_from_options("paper", {"schema_profile": None, "max_turns": 2}).schema_profile
+    'ddl'
+    """
+    return env_config_from_profile(profile, {key: value for key, value in options.items() if value is not None})

@@ -5,7 +5,7 @@ backend, the typed ``summary.json`` (:class:`EvalSummary`), the run folder and i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +25,7 @@ from progress_sql.judge.analysis import AnalysisPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import Preset, describe
 from progress_sql.judge.gold import GoldStore
-from progress_sql.odt.config import OdtConfig
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
@@ -94,6 +94,7 @@ class EvalInputs:
     ves_repeats: int = 0  # R-VES timing repeats per correct answer; 0: no R-VES
     db_root: Path | None = None  # the databases folder, when given outright (--db-root)
     backend_db: str | None = None  # the ported collection the SQL runs on (--backend-db); None: SQLite files
+    profile: str = DEFAULT_PROFILE  # its ODT analyses the answers (Table 8 rates); its schema profile the prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class EvalSettings:
     predictions_format: str | None = None  # the prediction file's format (predictions.FORMATS)
     bird: Mapping[str, Any] | None = None  # BIRD metrics asked for: ves_repeats, machine_dependent
     engine: Mapping[str, Any] | None = None  # with --backend-db: engine, dialect, location (never a password)
+    profile: Mapping[str, Any] | None = None  # progress_sql.profiles: name and values (None: written before)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalSettings:
@@ -226,6 +228,7 @@ def summarize_run(
         workers=inputs.workers or None,
         predictions_format=inputs.predictions_format,
         engine=None if inputs.backend_db is None else engine_settings(inputs.backend_db),
+        profile=get_profile(inputs.profile).settings(),
         bird=(
             {"ves_repeats": inputs.ves_repeats, "r_ves_machine_dependent": inputs.ves_repeats > 0}
             if inputs.bird_metrics
@@ -237,7 +240,7 @@ def summarize_run(
     return EvalSummary(
         settings=settings,
         versions=package_versions(),
-        odt_config_version=odt_config_version(),
+        odt_config_version=odt_config_version(get_profile(inputs.profile).odt_config()),
         reward_config={"version": reward.version, "config_hash": reward.config_hash},
         metrics=metrics,
         gold_cache=dict(gold_cache),
@@ -385,6 +388,9 @@ class EvalRequest:
     ray_databases: str = "shared"
     #: Also write the page's contexts (questions, gold SQL, schema excerpts) for ``--view``.
     contexts: bool = False
+    #: The profile (``progress_sql.profiles``): its ODT analyses the answers; with its prompt style, its
+    #: schema profile is the prompt's unless ``schema_profile`` is given.
+    profile: str = DEFAULT_PROFILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,8 +436,10 @@ def _plan(request: EvalRequest) -> _Plan:
     for holds, message in checks:
         if not holds:
             raise ConfigError(message)
-    style = PROMPT_STYLES[request.prompt]
-    schema_profile = request.schema_profile or style.schema_profile
+    style, profile = PROMPT_STYLES[request.prompt], get_profile(request.profile)
+    # the profile's schema profile goes with its prompt style; another style keeps its own
+    profile_schema = profile.schema_profile.value if style.name == profile.prompt.value else style.schema_profile
+    schema_profile = request.schema_profile or profile_schema
     if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}, got {schema_profile!r}")
     if request.suite is not None and not request.suite.is_dir():
@@ -463,7 +471,7 @@ def _plan(request: EvalRequest) -> _Plan:
         backend=request.backend, model=request.model, generation=generation, schema_profile=schema_profile,
         prompt=request.prompt, suite=request.suite, predictions_format=None if loaded is None else loaded.format,
         bird_metrics=with_bird, ves_repeats=request.ves_repeats, db_root=request.db_root,
-        backend_db=request.backend_db,
+        backend_db=request.backend_db, profile=profile.name,
     )  # fmt: skip
     answers = None
     if loaded is not None:
@@ -502,7 +510,8 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
             store = GoldStore(
                 plan.inputs.preset, pool=pool, limits=plan.inputs.limits, cache=cache,
                 suite=None if request.suite is None else suite_lookup(request.suite), backend_db=request.backend_db,
-                odt=OdtConfig(dialect=engine.dialect, db_engine=engine.display_name), analysis=analysis,
+                odt=replace(get_profile(request.profile).odt_config(), dialect=engine.dialect,
+                            db_engine=engine.display_name), analysis=analysis,
             )  # fmt: skip
             records, contexts = _judge_here(request, plan, answers, store, phase)
             gold_cache = {"hits": cache.hits, "misses": cache.misses}

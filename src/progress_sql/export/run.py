@@ -26,6 +26,7 @@ from progress_sql.export.build import (
 )
 from progress_sql.export.card import card_plan, write_dataset_card
 from progress_sql.export.formats import get_format
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.runfolder import RunFolder, RunSummary, basic_report, package_versions, write_json, writing_results
 from progress_sql.types import Example
@@ -44,7 +45,8 @@ class ExportRequest:
     mix: Path | None = None
     path_maps: tuple[str, ...] = ()  # OLD=NEW database path prefixes
     filter_name: str = "rl-default"
-    schema_profile: str = "full"
+    #: None: the profile's (``profile``).
+    schema_profile: str | None = None
     suite: Path | None = None
     allow_eval_overlap: bool = False
     eval_data_dirs: tuple[Path, ...] = ()
@@ -56,6 +58,8 @@ class ExportRequest:
     offer_ask: bool = False
     ray: str | None = None
     ray_databases: str = "shared"
+    #: The profile (``progress_sql.profiles``) whose schema profile the prompts use unless given.
+    profile: str = DEFAULT_PROFILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,9 @@ def run_export(request: ExportRequest, phase: Phase) -> ExportRun:
     out = request.out
     if fmt.name == "verl" and out.suffix != ".parquet":
         raise ConfigError(f"verl reads parquet: give --out a .parquet name, not {out.name}")
-    if request.schema_profile not in SCHEMA_PROFILES:
+    profile = get_profile(request.profile)
+    schema_profile = request.schema_profile or profile.schema_profile.value
+    if schema_profile not in SCHEMA_PROFILES:
         raise ConfigError(f"--schema-profile must be one of {', '.join(SCHEMA_PROFILES)}")
     maps = [parse_path_map(text) for text in request.path_maps]
     suite = request.suite
@@ -95,11 +101,12 @@ def run_export(request: ExportRequest, phase: Phase) -> ExportRun:
     drawn = [(s, e) for s, e in drawn if e in keep or not Path(e.db_path).is_file()]
     advance = phase("rows", len(drawn))
     items = export_items(
-        drawn, schema_profile=request.schema_profile, path_maps=maps, suite=None if suite is None else str(suite),
+        drawn, schema_profile=schema_profile, path_maps=maps, suite=None if suite is None else str(suite),
         on_item=lambda: advance(1), backend_db=request.backend_db, allow_ask=request.offer_ask,
     )  # fmt: skip
     backend_db = request.backend_db
-    settings = {"schema_profile": request.schema_profile, "db_path_maps": [f"{old}={new}" for old, new in maps],
+    settings = {"profile": profile.settings(), "schema_profile": schema_profile,
+                "db_path_maps": [f"{old}={new}" for old, new in maps],
                 "suite": items[0].suite if items else None, "allow_eval_overlap": request.allow_eval_overlap,
                 "engine": None if backend_db is None else engine_settings(backend_db),
                 **({"offer_ask": True} if request.offer_ask else {})}  # fmt: skip

@@ -18,11 +18,12 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
-from progress_sql.env.settings import env_config_from_mapping
+from progress_sql.env.settings import env_config_from_profile
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import SKYRL_ENV_CLASS, row_env_config, skyrl_example
 from progress_sql.judge.cache import GoldCache
+from progress_sql.profiles import DEFAULT_PROFILE
 
 ENTRY_POINT = "progress_sql.integrations.skyrl:ProgressSQLEnv"
 #: SkyRL's default number of threads that step environments (``environment.skyrl_gym.max_env_workers``,
@@ -77,20 +78,22 @@ def close_pools() -> None:
 
 
 def settings(env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SkyRLEnvSettings:
-    """The environment's settings: ``defaults`` (given at registration), then SkyRL's env_config,
-    then the turn budget SkyRL puts in the extras."""
+    """The environment's settings: the profile's (``profile``, default progress-sql; docs/profiles.md),
+    ``defaults`` (given at registration), then SkyRL's env_config, then the turn budget SkyRL puts in
+    the extras."""
     given: dict[str, Any] = dict(defaults or {})
     if isinstance(env_config, Mapping):
         given.update(env_config.items())
     elif env_config is not None:
         given.update(vars(env_config))
+    profile = str(given.pop("profile", None) or DEFAULT_PROFILE)
     step_rewards = bool(given.pop("step_rewards", False))
     workers = int(given.pop("execution_workers", None) or DEFAULT_STEPPING_THREADS)
     if workers < 1:
         raise ConfigError(f"execution_workers must be >= 1, got {workers}")
     if extras.get("max_turns") is not None:
         given["max_turns"] = int(extras["max_turns"])
-    config = env_config_from_mapping(given, source="progress_sql env_config")
+    config = env_config_from_profile(profile, given, source="progress_sql env_config")
     return SkyRLEnvSettings(config, step_rewards, workers)
 
 

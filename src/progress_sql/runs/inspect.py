@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progress_sql.data.introspect import read_profile
-from progress_sql.env.core import EnvConfig, make_store
+from progress_sql.env.core import make_store
+from progress_sql.env.settings import env_config_from_profile
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.suspicious import (
     CHECKS,
@@ -23,6 +24,7 @@ from progress_sql.evaluation.suspicious import (
     tables_read,
 )
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.progress import Phase
 from progress_sql.runfolder import RUN_FILES, RunFolder, RunSummary, basic_report, prepared_folder, writing_results
 from progress_sql.runs.read import read_episodes
@@ -66,7 +68,9 @@ def run_inspect(request: InspectRequest, phase: Phase) -> InspectRun:
     )
     skipped = not_checkable(loaded.kind, suite=judged_suite is not None or loaded.recorded_suite)
     checks = {name: check for name, check in CHECKS.items() if name not in skipped}
-    config = EnvConfig(preset=loaded.preset, timeout_s=loaded.timeout_s, suite=judged_suite)
+    # the run's profile (its ODT diagnoses the answers again), with the run's own judging settings
+    judging = {"preset": loaded.preset, "timeout_s": loaded.timeout_s, "suite": judged_suite}
+    config = env_config_from_profile(loaded.profile or DEFAULT_PROFILE, judging)
     flagged_golds = _audit_findings(request.audit)
     chosen = sorted(loaded.episodes, key=lambda e: -e.reward)
     chosen = chosen if request.top is None else chosen[: max(0, request.top)]
@@ -91,7 +95,8 @@ def run_inspect(request: InspectRequest, phase: Phase) -> InspectRun:
                                 store.run_pred(c.example, c.matched_sql or "")) for c in review]  # fmt: skip
     findings = [f for f in inspected if f.reasons]
     per_reason = counts(findings, skipped)
-    results = {"kind": loaded.kind, "episodes": loaded.total, "inspected": len(chosen), "matched": len(matched),
+    results = {"kind": loaded.kind, "profile": loaded.profile,
+               "episodes": loaded.total, "inspected": len(chosen), "matched": len(matched),
                "flagged": len(findings), "per_reason": per_reason, "not_checkable": skipped,
                "review_samples": len(entries)}  # fmt: skip
     options = {"source": str(request.source), "kind": loaded.kind, "task": loaded.task,

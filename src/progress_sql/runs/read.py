@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,7 @@ class LoadedRun:
     timeout_s: float
     suite: str | None  # the suite the run itself judged with
     recorded_suite: bool = False  # the episodes carry the run's own suite verdicts
+    profile: str | None = None  # the profile it ran under (:func:`run_profile`)
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -217,4 +218,11 @@ def read_episodes(source: Path, task: str | None = None, data_dir: Path | None =
                           f"{', '.join(RUN_KINDS)}")  # fmt: skip
     records_path = source if source.is_file() else run_folder.records_path
     records = _lines(records_path) if records_path.is_file() else []
-    return READERS[kind](folder, records, run, task, data_dir)
+    return replace(READERS[kind](folder, records, run, task, data_dir), profile=run_profile(run))
+
+
+def run_profile(summary: Mapping[str, Any]) -> str | None:
+    """The name of the profile a run ran under (its settings' ``profile``, docs/profiles.md); None: the
+    run records none (a command without a profile, or a run written before profiles)."""
+    recorded = (summary.get("settings") or {}).get("profile")
+    return str(recorded["name"]) if isinstance(recorded, Mapping) and "name" in recorded else None

@@ -32,6 +32,7 @@ from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.evaluation.stats import Accuracy, PairedChange
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.prompts import CompactFormat
 from progress_sql.registry import lookup
@@ -54,13 +55,14 @@ class Arm:
     """One row of the ablation table: how its RL settings differ from the base (the default run's).
 
     ``reward_ablation`` names an arm of :data:`progress_sql.rewards.ablations.ABLATIONS` applied to the
-    base progressive configuration; ``turns`` and ``algorithm`` replace the base's when given.
+    base progressive configuration; ``reward``, ``turns`` and ``algorithm`` replace the base's when given
+    (the base's reward is its profile's progressive reward unless the run names another).
     """
 
     name: str
     label: str
     description: str
-    reward: str = "progressive"
+    reward: str | None = None
     reward_ablation: str | None = None
     turns: int | None = None
     algorithm: str | None = None
@@ -74,7 +76,7 @@ class Arm:
             env["progressive"] = progressive
         return replace(
             base,
-            reward=self.reward,
+            reward=base.reward if self.reward is None else self.reward,
             turns=base.turns if self.turns is None else self.turns,
             preset=base.preset if self.algorithm is None else self.algorithm,
             env=env,
@@ -702,6 +704,8 @@ class AblateRequest:
     data_dir: Path | None = None
     sft_steps: int | None = None
     heldout_size: int | None = None
+    #: The profile of every arm's environment and of the base reward (``progress_sql.profiles``).
+    profile: str = DEFAULT_PROFILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -716,8 +720,10 @@ class AblateRun:
 def ablate_config(request: AblateRequest) -> AblateConfig:
     """The ablation's configuration (ConfigError for options that do not fit the run)."""
     chosen = arm_names(request.arms) if request.arms else DEFAULT_ARMS
+    profile = get_profile(request.profile)
     rl_given: dict[str, Any] = {"steps": request.steps, "learning_rate": request.lr,
-                                "per_device_batch": request.per_device_batch}  # fmt: skip
+                                "per_device_batch": request.per_device_batch, "profile": profile.name,
+                                "reward": profile.reward.value}  # fmt: skip
     if request.recipe is None and request.model is None:
         if request.data_dir is not None or request.sft_steps is not None or request.heldout_size is not None:
             raise ConfigError(
@@ -749,6 +755,7 @@ def run_ablation(request: AblateRequest, phase: Phase) -> AblateRun:
     result = run_ablate(config, phase)
     rl = config.base_rl
     settings = {
+        "profile": get_profile(rl.profile).settings(),
         "seeds": request.seeds, "arms": list(config.arms), "steps": rl.steps, "quick": request.quick,
         "threads": config.threads if config.real is None else config.real.threads,
         "recipe": request.recipe, "model": None if config.real is None else config.real.model,

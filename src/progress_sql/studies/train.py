@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from progress_sql.errors import ConfigError
 from progress_sql.execution.engines import engine_settings
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.runfolder import RunSummary
 from progress_sql.training.recipe import (
@@ -43,7 +44,10 @@ class TrainRequest:
     recipe: str | None = None
     prompt: str | None = None
     algorithm: str = "grpo"
-    reward: str = "progressive"
+    #: The profile (``progress_sql.profiles``) of the rollouts' environment and, unless ``reward`` is
+    #: given, the reward; a real model's trainer defaults are the profile's trainer setting.
+    profile: str = DEFAULT_PROFILE
+    reward: str | None = None
     compare_reward: str | None = None
     #: RL settings given (keys of :data:`RL_OVERRIDES`; None values are not given).
     rl: Mapping[str, Any] = field(default_factory=dict)
@@ -100,10 +104,12 @@ def train_config(request: TrainRequest) -> TrainConfig:
         chosen = recipe(request.recipe)
     elif request.heldout_size is not None:
         raise ConfigError("--heldout-size sets a recipe's held-out set: use it with --recipe")
+    profile = get_profile(request.profile)
     model = request.model or (chosen.model if chosen else "tiny")
     given = {key: value for key, value in request.rl.items() if value is not None}
     rl = default_rl_settings(
-        model, preset=request.algorithm, reward=request.reward, **(dict(chosen.rl) if chosen else {}) | given,
+        model, preset=request.algorithm, reward=request.reward or profile.reward.value, profile=profile.name,
+        **(dict(chosen.rl) if chosen else {}) | given,
         report_to=request.report_to, seed=request.seed, vllm_mode=request.vllm,
         vllm_gpu_memory=request.vllm_gpu_memory, vllm_server_host=request.vllm_server_host,
         vllm_server_port=request.vllm_server_port, vllm_server_timeout=request.vllm_server_timeout,
@@ -163,7 +169,8 @@ def train_settings(request: TrainRequest, config: TrainConfig) -> dict[str, Any]
     rl = config.rl
     return {
         "model": config.model, "recipe": request.recipe, "prompt": config.prompt, "algorithm": request.algorithm,
-        "reward": request.reward, "compare_reward": request.compare_reward,
+        "profile": get_profile(rl.profile).settings(), "reward": rl.reward,
+        "compare_reward": request.compare_reward,
         "turns": rl.turns, "steps": rl.steps, "lr": rl.learning_rate,
         "temperature": rl.temperature, "generations": rl.generations,
         "prompts_per_step": rl.prompts_per_step, "per_device_batch": rl.per_device_batch,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.env.core import EnvConfig
-from progress_sql.env.settings import env_config_from_mapping
+from progress_sql.env.settings import env_config_from_profile
 from progress_sql.errors import ConfigError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import example_fields
@@ -36,6 +36,7 @@ from progress_sql.integrations.trl import (
     trainer_preset,
 )
 from progress_sql.models import without_cudnn_attention
+from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.prompts import ConversationFormat
 from progress_sql.rewards.registry import get_reward
 from progress_sql.runfolder import ROLLOUTS_FILE
@@ -77,8 +78,9 @@ class LoraSettings:
 
 @dataclass(frozen=True, slots=True)
 class RLSettings:
-    """The RL phase's knobs; defaults are the CPU default run's. ``env`` holds any further
-    :class:`EnvConfig` field of the rollouts' environment (``feedback``, ``preset``, ``progressive``, ...)."""
+    """The RL phase's knobs; defaults are the CPU default run's. The rollouts' environment is the
+    ``profile``'s (``progress_sql.profiles``) with ``env`` on top: any further :class:`EnvConfig` field
+    (``feedback``, ``preset``, ``progressive``, ...)."""
 
     preset: str = "grpo"
     reward: str = "progressive"
@@ -129,6 +131,8 @@ class RLSettings:
     vllm_server_port: int | None = None
     vllm_server_timeout: float | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
+    #: The profile the environment starts from (``progress_sql.profiles.PROFILES``).
+    profile: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
         if self.turns < 1:
@@ -193,13 +197,14 @@ class RLSettings:
         return self.max_completion_tokens or self.turns * (self.max_new_tokens + 40)
 
     def env_config(self) -> EnvConfig:
-        """The rollouts' environment: ``env`` with the turn budget, reward and timeout of these settings."""
+        """The rollouts' environment: the profile's, ``env`` and the turn budget, reward and timeout of
+        these settings on top."""
         clash = sorted(key for key in self.env if key in _OWN_ENV_FIELDS)
         if clash:
             own = ", ".join(_OWN_ENV_FIELDS[key] for key in clash)
             raise ConfigError(f"RLSettings.env sets {', '.join(clash)}: give them as RLSettings {own}")
         own_values = {"max_turns": self.turns, "reward": self.reward, "timeout_s": self.timeout_s}
-        return env_config_from_mapping({**self.env, **own_values}, source="RLSettings.env")
+        return env_config_from_profile(self.profile, {**self.env, **own_values}, source="RLSettings.env")
 
 
 @dataclass(frozen=True, slots=True)

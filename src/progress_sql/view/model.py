@@ -19,7 +19,7 @@ from progress_sql.data.context import CONTEXT_FILE
 from progress_sql.errors import DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.runfolder import RECORDS_FILE, REPORT_FILE, SUMMARY_FILE
-from progress_sql.runs.read import read_jsonl, read_summary
+from progress_sql.runs.read import read_jsonl, read_summary, run_profile
 
 #: The page data's layout version (the page's script checks it).
 DATA_VERSION = 1
@@ -114,6 +114,7 @@ def _run_header(run: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "path": str(run),
         "command": summary["command"],
+        "profile": run_profile(summary),
         "settings": summary["settings"],
         "versions": summary["versions"],
         "report": report.read_text(encoding="utf-8") if report.is_file() else None,

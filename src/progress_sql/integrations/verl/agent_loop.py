@@ -20,11 +20,12 @@ from verl.utils.profiler import simple_timer
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
-from progress_sql.env.settings import ENV_FIELDS, env_config_from_mapping
+from progress_sql.env.settings import ENV_FIELDS
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.integrations.verl.reward import DATABASE_ERROR_KEY, GOLD_ERROR_KEY, STOP_KEY, TURNS_KEY, StopReason
+from progress_sql.integrations.verl.settings import loop_env_config, loop_profile
 from progress_sql.judge.cache import GoldCache
 
 T = TypeVar("T")
@@ -67,12 +68,6 @@ def env_resources(execution_workers: int | None = None, env_threads: int | None 
         return shared
 
 
-def loop_env_config(settings: dict[str, Any]) -> EnvConfig:
-    """The environment settings of the loop (``agent_loops.yaml`` keys); the prompt comes from the row,
-    so the environment renders no schema (``schema_profile`` none)."""
-    return replace(env_config_from_mapping(settings, source="agent_loops.yaml"), schema_profile="none")
-
-
 def merge_generation_fields(so_far: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The trajectory's generation fields after one more turn's ``TokenOutput.extra_fields``, merged as
     verl 0.9.1's ToolAgentLoop does (``tool_agent_loop.py`` ``_handle_generating_state``): the first
@@ -96,17 +91,22 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
     """One Progress-SQL episode per ``run``; construct it inside the running event loop (verl does)."""
 
     def __init__(
-        self, *args: Any, execution_workers: int | None = None, env_threads: int | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        execution_workers: int | None = None,
+        env_threads: int | None = None,
+        profile: str | None = None,
+        **kwargs: Any,
     ) -> None:
         settings = {key: kwargs.pop(key) for key in list(kwargs) if key in ENV_FIELDS}
         unknown = sorted(set(kwargs) - _VERL_ARGS)
         if unknown:
             raise ConfigError(
-                f"unknown agent_loops.yaml keys: {', '.join(unknown)} (execution_workers, env_threads or an "
+                f"unknown agent_loops.yaml keys: {', '.join(unknown)} (execution_workers, env_threads, profile or an "
                 f"EnvConfig field: {', '.join(ENV_FIELDS)})"
             )
         super().__init__(*args, **kwargs)
-        self.env_config = loop_env_config(settings)
+        self.env_config = loop_env_config(settings, loop_profile(profile, self.config))
         self.resources = env_resources(execution_workers, env_threads)
         self.response_length = int(self.rollout_config.response_length)
 

@@ -20,10 +20,12 @@ from typing import Any, Literal, get_args
 
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord, trajectory_of
+from progress_sql.env.settings import env_config_from_profile
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import row_env_config, verl_example
 from progress_sql.judge.cache import GoldCache
+from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, RewardSpec, get_reward
 from progress_sql.rewards.tasks import TERM_COMPONENTS
@@ -49,18 +51,21 @@ _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _WEIGHTS = frozenset(f.name for f in fields(ProgressiveConfig))
 
 
-def reward_settings(kwargs: Mapping[str, Any]) -> tuple[str, ProgressiveConfig]:
-    """The reward name and progressive weights from verl's ``reward_kwargs``; a typo is a ConfigError."""
-    unknown = sorted(set(kwargs) - _WEIGHTS - _VERL_KWARGS - {"reward"})
+def reward_settings(kwargs: Mapping[str, Any]) -> tuple[str, ProgressiveConfig, str]:
+    """The reward name, progressive weights and profile from verl's ``reward_kwargs``: the profile's
+    (``profile``, default progress-sql) with ``reward`` and the weights given on top; a typo is a
+    ConfigError."""
+    unknown = sorted(set(kwargs) - _WEIGHTS - _VERL_KWARGS - {"reward", "profile"})
     if unknown:
         raise ConfigError(
-            f"unknown reward_kwargs {', '.join(unknown)}: use 'reward' or a ProgressiveConfig weight "
+            f"unknown reward_kwargs {', '.join(unknown)}: use 'reward', 'profile' or a ProgressiveConfig weight "
             f"({', '.join(sorted(_WEIGHTS))})"
         )
-    name = str(kwargs.get("reward", "progressive"))
+    profile = get_profile(str(kwargs.get("profile", DEFAULT_PROFILE)))
+    name = str(kwargs.get("reward", profile.reward.value))
     get_reward(name)
     weights = {key: kwargs[key] for key in _WEIGHTS if key in kwargs}
-    return name, ProgressiveConfig(**weights)
+    return name, replace(profile.progressive_config(), **weights), profile.name
 
 
 #: A one-turn trajectory without an answer: its reward's component names, for the all-zero result.
@@ -88,10 +93,16 @@ def _fallback_env(config: EnvConfig) -> SQLRefineEnv:
 
 
 def _single_turn(
-    solution_str: str, ground_truth: str, extra_info: Mapping[str, Any], reward: str, weights: ProgressiveConfig
+    solution_str: str,
+    ground_truth: str,
+    extra_info: Mapping[str, Any],
+    reward: str,
+    weights: ProgressiveConfig,
+    profile: str,
 ) -> list[TurnRecord]:
     example = verl_example({"extra_info": extra_info, "reward_model": {"ground_truth": ground_truth}})
-    config = replace(EnvConfig(), max_turns=1, reward=reward, progressive=weights, schema_profile="none")
+    config = replace(env_config_from_profile(profile), max_turns=1, reward=reward, progressive=weights,
+                     schema_profile="none")  # fmt: skip
     env = _fallback_env(row_env_config(config, extra_info))  # a row exported with --suite judges on its suite
     env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
     return [env.step(solution_str).info]
@@ -120,7 +131,7 @@ def compute_score(
     failed or timed out), "database_error" (1: the database could not be opened)}``, every value 0
     when either flag is set. The same keys for every row: verl passes them on as
     ``reward_extra_info`` and stacks each key over the batch."""
-    reward, weights = reward_settings(kwargs)
+    reward, weights, profile = reward_settings(kwargs)
     spec, context = get_reward(reward), RewardContext(ground_truth, progressive=weights)
     info = extra_info or {}
     recorded: Sequence[Mapping[str, Any]] = info.get(TURNS_KEY) or ()
@@ -130,7 +141,7 @@ def compute_score(
     database_error = str(info.get(DATABASE_ERROR_KEY) or "")
     if not from_record and not gold_error and not database_error:
         try:
-            records = _single_turn(solution_str, ground_truth, info, reward, weights)
+            records = _single_turn(solution_str, ground_truth, info, reward, weights, profile)
         except GoldQueryError as error:
             gold_error = str(error)
         except DatasetError as error:

@@ -41,6 +41,7 @@
     data.runs.forEach(function (run, i) {
       var name = data.runs.length > 1 ? "run " + "AB"[i] + ": " : "run: ";
       header.appendChild(el("p", {cls: "run"}, [name, el("code", {text: run.path}), " (" + run.command + ")"]));
+      if (run.profile) header.appendChild(el("p", {cls: "profile", "data-profile": run.profile}, ["profile: ", el("code", {text: run.profile})]));
       var settings = el("details", {}, [el("summary", {text: "settings and versions" + (data.runs.length > 1 ? " of " + "AB"[i] : "")}), kvTable(run.settings), kvTable(run.versions)]);
       header.appendChild(settings);
     });
