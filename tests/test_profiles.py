@@ -78,3 +78,12 @@ def test_the_odt_switches_read_from_plain_values() -> None:
     )
     assert (config.odt.verdict, config.odt.join_type) == ("syntax", False)
     assert (config.odt.tag_set, config.odt.tag_order) == (("SELECT_ERROR",), ("SELECT_ERROR",))
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_profile_names_a_registered_reward(name: str) -> None:
+    """Checked here, not when profiles.py is imported: the reward registry loads sqlglot, which eval's
+    parent process must not (tests/judge/test_analysis.py)."""
+    from progress_sql.rewards.registry import get_reward
+
+    assert get_reward(PROFILES[name].reward.value) is not None

@@ -24,7 +24,6 @@ from progress_sql.odt.config import PAPER_TAGS, OdtConfig, Verdict
 from progress_sql.prompts import prompt_style
 from progress_sql.registry import lookup
 from progress_sql.rewards.progressive import ProgressiveConfig
-from progress_sql.rewards.registry import get_reward
 from progress_sql.rewards.tasks import TaskTermsConfig
 from progress_sql.sourced import Sourced, ours, paper
 
@@ -67,7 +66,9 @@ class Profile:
         if self.schema_profile.value not in SCHEMA_PROFILES:
             raise ConfigError(f"profile {self.name}: unknown schema profile {self.schema_profile.value!r}")
         prompt_style(self.prompt.value)
-        get_reward(self.reward.value)
+        # The reward's name is checked where it is built (rewards.registry.get_reward) and for both profiles
+        # in tests/test_profiles.py: the registry imports the baseline rewards and with them sqlglot, which
+        # eval's parent process must not load (tests/judge/test_analysis.py).
         get_preset(self.preset.value)
         self.odt_config()  # its own checks (verdict, tag names, ranges)
         self.progressive_config()
