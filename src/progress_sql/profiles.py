@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from progress_sql.data.ddl import SCHEMA_PROFILES
@@ -25,7 +25,7 @@ from progress_sql.prompts import prompt_style
 from progress_sql.registry import lookup
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.tasks import TaskTermsConfig
-from progress_sql.sourced import Sourced, ours, paper
+from progress_sql.sourced import Sourced, ours, paper, sourced_fields
 
 #: The ODT refinements the paper's ODT does not have, by their :class:`OdtConfig` switch: four features
 #: its profile p = (c, b, T, S, W, J, G, H, O) lacks (each has its own tag and weighs through its clause;
@@ -75,7 +75,7 @@ class Profile:
 
     def sourced(self) -> dict[str, Sourced[Any]]:
         """Every sourced field by name, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("name", "summary")}
+        return sourced_fields(self)
 
     def odt_config(self) -> OdtConfig:
         """The ODT this profile runs."""

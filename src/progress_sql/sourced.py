@@ -8,8 +8,8 @@ and their documentation tables print the source and the reason beside each value
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from dataclasses import dataclass, fields
+from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
 Source = Literal["paper", "ours"]
@@ -30,3 +30,9 @@ def paper(value: T, why: str) -> Sourced[T]:
 
 def ours(value: T, why: str) -> Sourced[T]:
     return Sourced(value, "ours", why)
+
+
+def sourced_fields(record: Any) -> dict[str, Sourced[Any]]:
+    """The :class:`Sourced` fields of a dataclass ``record`` by name, in declaration order (its plain fields,
+    a name or a summary, left out)."""
+    return {f.name: value for f in fields(record) if isinstance(value := getattr(record, f.name), Sourced)}

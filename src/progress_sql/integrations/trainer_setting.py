@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.registry import lookup
-from progress_sql.sourced import Sourced, ours, paper
+from progress_sql.sourced import Sourced, ours, paper, sourced_fields
 
 #: Loss aggregations by our name: TRL ``loss_type``, verl ``loss_agg_mode``, SkyRL ``loss_reduction``.
 AGGREGATIONS = {"seq-mean-token-mean": {"trl": "grpo", "verl": "seq-mean-token-mean", "skyrl": "sequence_mean"}}
@@ -76,7 +76,7 @@ class TrainerSetting:
 
     def sourced(self) -> dict[str, Sourced[Any]]:
         """Every sourced field by name, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+        return sourced_fields(self)
 
 
 PAPER = TrainerSetting(
