@@ -40,11 +40,11 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason="the SkyRL tests need the [s
 from progress_sql.errors import ConfigError  # noqa: E402
 from progress_sql.export.build import export_items  # noqa: E402
 from progress_sql.export.formats import SKYRL_ENV_CLASS, get_format  # noqa: E402
+from progress_sql.integrations.hosted import execution_pool  # noqa: E402
 from progress_sql.integrations.skyrl import (  # noqa: E402
     DEFAULT_STEPPING_THREADS,
     close_pools,
     entry_settings,
-    execution_pool,
     run_registered,
 )
 from progress_sql.types import Example  # noqa: E402

@@ -1,0 +1,192 @@
+"""Episodes hosted for a framework that drives them turn by turn: the one trainer-free place that the
+SkyRL environment and the environment standards' adapters (OpenEnv, verifiers, NeMo Gym, Atropos)
+share. It reads the settings a framework passes (the profile's, then the framework's keys), keeps one
+execution pool per process, and turns a failing gold or a missing database into one unscored step
+(reward 0, the reason in the metadata) instead of an exception that would end a whole batch."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
+from progress_sql.env.records import TurnRecord
+from progress_sql.env.settings import env_config_from_profile
+from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.export.formats import row_env_config
+from progress_sql.judge.cache import GoldCache
+from progress_sql.profiles import DEFAULT_PROFILE
+from progress_sql.prompts import Message
+from progress_sql.types import Example
+
+#: The pool size when nothing says otherwise: SkyRL's default number of threads that step environments
+#: (``environment.skyrl_gym.max_env_workers``, skyrl@0.4.0 skyrl/train/config/config.py:1422).
+DEFAULT_EXECUTION_WORKERS = 32
+#: Settings of a hosted episode that are not :class:`EnvConfig` fields.
+HOST_KEYS = ("profile", "step_rewards", "execution_workers")
+
+_pools: dict[int, ExecutionPool] = {}
+_pools_lock = threading.Lock()
+_cache = GoldCache()
+
+
+@dataclass(frozen=True, slots=True)
+class HostSettings:
+    """What one hosted episode runs with: the episode's :class:`EnvConfig`, whether each step gets the
+    change of the reward so far (``step_rewards``), and the size of the process's execution pool."""
+
+    config: EnvConfig
+    step_rewards: bool
+    execution_workers: int
+
+
+def host_settings(given: Mapping[str, Any], *, max_turns: int | None = None) -> HostSettings:
+    """The settings of ``given`` (``profile``, default progress-sql, docs/profiles.md; the
+    :data:`HOST_KEYS`; any :class:`EnvConfig` field, nested sections as mappings), with the turn budget
+    a framework passes apart (``max_turns``) winning. Unknown keys and bad values raise
+    :class:`ConfigError`."""
+    values = dict(given)
+    profile = str(values.pop("profile", None) or DEFAULT_PROFILE)
+    step_rewards = bool(values.pop("step_rewards", False))
+    workers = int(values.pop("execution_workers", None) or DEFAULT_EXECUTION_WORKERS)
+    if workers < 1:
+        raise ConfigError(f"execution_workers must be >= 1, got {workers}")
+    if max_turns is not None:
+        values["max_turns"] = int(max_turns)
+    config = env_config_from_profile(profile, values, source="progress_sql env_config")
+    return HostSettings(config, step_rewards, workers)
+
+
+def execution_pool(workers: int) -> ExecutionPool:
+    """The process's execution pool with ``workers`` workers (made on first use). Frameworks make many
+    environments and step them on many threads: one pool of as many workers serves them all, so one
+    slow query holds up one worker, not the other trajectories. Workers start when first needed."""
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None or pool.closed:
+            pool = _pools[workers] = ExecutionPool(workers=workers)
+        return pool
+
+
+def close_pools() -> None:
+    """Stop every execution worker the hosted episodes of this process started."""
+    with _pools_lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()
+
+
+def hosted_env(settings: HostSettings, config: EnvConfig | None = None) -> SQLRefineEnv:
+    """An environment on the process's one gold store for ``config`` (default: the settings') over the
+    process's pool of the settings' size and the process's gold cache."""
+    config = config or settings.config
+    pool = execution_pool(settings.execution_workers)
+    return SQLRefineEnv(config, store=shared_store(config, pool=pool, cache=_cache))
+
+
+def missing_database(db_path: str) -> str:
+    return f"database not found: {db_path} (the row is unverified: put the database there or export without it)"
+
+
+@dataclass(frozen=True, slots=True)
+class HostedStep:
+    """One step as a framework sees it: the next user message (None when the episode is over), the
+    reward (the episode's at the end; with ``step_rewards`` the change of the reward so far), whether
+    the episode is over, and the turn's record as a dict (with ``gold_error``/``database_error`` and
+    ``stop`` on an unscored step)."""
+
+    observation: Message | None
+    reward: float
+    done: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class HostedEpisode:
+    """One refinement episode of one exported row (the row's suite, backend database and ``<ask>``
+    offer apply, :func:`~progress_sql.export.formats.row_env_config`). Not thread-safe: one per
+    concurrent episode; they share the process's pool and gold store."""
+
+    def __init__(self, settings: HostSettings, example: Example, row: Mapping[str, Any] | None = None) -> None:
+        self.settings = settings
+        self.config = row_env_config(settings.config, row or {})
+        self.example = example
+        self.env = hosted_env(settings, self.config)
+        self.gold_error = ""
+        # A database missing on this node is recorded, not raised: frameworks such as SkyRL's agent loop
+        # have no except around their environment calls, so one raise would end the whole step.
+        self.database_error = "" if Path(example.db_path).is_file() else missing_database(example.db_path)
+        self.asks = 0
+        self._reward_so_far = 0.0
+        self._last: TurnRecord | None = None
+
+    @property
+    def max_turns(self) -> int:
+        return self.config.max_turns
+
+    @property
+    def unscored(self) -> bool:
+        """The episode cannot be scored: its gold failed or its database is missing here."""
+        return bool(self.gold_error or self.database_error)
+
+    def start(self) -> list[Message]:
+        """Prepare the gold and return the opening messages (empty when the episode is unscored: a gold
+        that fails or times out, or a database this node cannot open)."""
+        self.asks = 0
+        self._reward_so_far = 0.0
+        self._last = None
+        self.gold_error = ""
+        if self.database_error:
+            return []
+        try:
+            return self.env.reset(self.example)
+        except GoldQueryError as error:  # one bad row must not end a long training run
+            self.gold_error = str(error)
+        except DatasetError as error:  # nor one node without (or with a broken) database
+            self.database_error = str(error)
+        return []
+
+    def marks(self) -> dict[str, str]:
+        """Why the episode is unscored (empty strings when it is not); verl's names without its prefix
+        (integrations/verl/reward.py GOLD_ERROR_KEY, DATABASE_ERROR_KEY)."""
+        return {"gold_error": self.gold_error, "database_error": self.database_error}
+
+    def step(self, action: str) -> HostedStep:
+        """Score one model turn. An unscored episode ends at its first step with reward 0, the reason in
+        the metadata (``stop``: gold_invalid or database_error, as verl's agent loop names it)."""
+        if self.unscored:
+            stop = "gold_invalid" if self.gold_error else "database_error"
+            return HostedStep(None, 0.0, True, {**self.marks(), "stop": stop})
+        result = self.env.step(action)
+        self._last = result.info
+        self.asks += result.info.action == "ask"
+        done = result.terminated or result.truncated
+        if self.settings.step_rewards:
+            # the environment's own scoring of the episode so far (answers plus the task terms of
+            # clarifying questions and write checks), so the step rewards add up to the episode's
+            total = result.reward if done else float(self.env.episode_reward().total)
+            reward, self._reward_so_far = total - self._reward_so_far, total
+        else:
+            reward = result.reward
+        return HostedStep(result.observation, float(reward), done, result.info.to_dict())
+
+    @property
+    def last(self) -> TurnRecord | None:
+        """The record of the last scored turn."""
+        return self._last
+
+    def metrics(self) -> dict[str, Any]:
+        """The episode's summary: answers (a clarifying question is counted in ``asks``), whether the last
+        answer matched, k* (0 when none matched) and the episode's reward."""
+        trajectory = self.env.trajectory
+        last = self._last
+        return {
+            "turns": len(trajectory.turns),
+            "asks": self.asks,
+            "match": bool(last is not None and last.match),
+            "k_star": trajectory.k_star or 0,
+            "reward": last.reward.total if last is not None and last.reward is not None else 0.0,
+        }
