@@ -1,0 +1,81 @@
+"""The verifiers environment: one ``vf.Env`` whose ``run`` hosts a refinement episode turn by turn.
+
+verifiers 0.4.0 has no ``MultiTurnEnv``: a multi-turn environment is an ``Env`` whose ``run(task,
+agents)`` holds an agent's rollout open (``agent.interaction(task)``) and answers each reply with the
+next user turn (verifiers/v1/env.py:159, agent.py:780; its TextArena taskset does the same with a game
+engine). Here each reply is one :meth:`HostedEpisode.step`, the ODT feedback is the next user turn, and
+the episode's ``done`` ends the exchange."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import verifiers.v1 as vf
+
+from progress_sql.export.formats import get_format
+from progress_sql.integrations.hosted import HostedEpisode, HostedStep, close_pools
+from progress_sql.integrations.verifiers.summary import INFO_KEY, episode_summary
+from progress_sql.integrations.verifiers.taskset import ProgressSQLData, ProgressSQLTasksetConfig
+
+T = TypeVar("T")
+
+
+class ProgressSQLEnvConfig(vf.EnvConfig):  # type: ignore[misc]
+    """``--env.*``: the one seat, ``agent``, plays through verifiers' tool-less chat harness (``null``);
+    the episode's own turn budget (``--env.taskset.settings``) ends the exchange."""
+
+    agent: vf.AgentConfig = vf.AgentConfig(harness={"id": "null"})
+
+
+class ProgressSQLEnv(vf.Env[ProgressSQLEnvConfig]):  # type: ignore[misc]
+    """Each episode: the row's :class:`HostedEpisode` (its suite, engine, write checks and ``<ask>``
+    offer apply), the model's first reply to the exported prompt, then feedback and replies until the
+    episode is done. The summary on ``trace.info["progress_sql"]`` is what the task's rubric scores."""
+
+    def __init__(self, config: ProgressSQLEnvConfig) -> None:
+        super().__init__(config)
+        taskset = config.taskset
+        if not isinstance(taskset, ProgressSQLTasksetConfig):
+            raise TypeError(f"ProgressSQLEnv plays progress-sql rows, not the taskset {taskset.id!r}")
+        self.settings = taskset.host_settings()
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def start(self) -> None:
+        self._threads()
+
+    async def stop(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        close_pools()
+
+    def _threads(self) -> ThreadPoolExecutor:
+        # Steps run queries and wait on the process's execution pool: off the event loop, on as many
+        # threads as that pool has workers, so a slow query holds one thread, not the other episodes.
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.settings.execution_workers, thread_name_prefix="progress-sql")
+        return self._executor
+
+    async def _off_loop(self, call: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._threads(), call, *args)
+
+    async def run(self, task: Any, agents: Any) -> None:
+        data: ProgressSQLData = task.data
+        row = data.row
+        episode = HostedEpisode(self.settings, get_format(data.format).example(row), row)
+        await self._off_loop(episode.start)  # the gold runs here; a failing one marks the episode
+        steps: list[HostedStep] = []
+        async with agents.agent.interaction(task) as interaction:
+            segment = await interaction.turn()
+            while not segment.terminated:
+                step: HostedStep = await self._off_loop(episode.step, segment.last_reply)
+                steps.append(step)
+                # written before the exchange closes: verifiers scores the trace at close
+                interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks())
+                if step.done or step.observation is None:
+                    break
+                segment = await interaction.turn(step.observation["content"])
+            if not steps:  # the agent stopped before its first reply (a limit, a failed model call)
+                interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks())

@@ -1,0 +1,131 @@
+"""The data half of the verifiers environment: a ``vf.Taskset`` over the rows of ``progress-sql export``
+and the ``vf.Task`` whose ``@vf.reward`` / ``@vf.metric`` methods are the rubric (verifiers 0.4.0 has no
+``Rubric`` class: a task's decorated methods score its trace, verifiers/v1/task.py:191 ``Task.score``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import verifiers.v1 as vf
+from pydantic import Field, field_validator, model_validator
+
+from progress_sql.errors import DatasetError
+from progress_sql.export.formats import FORMATS, get_format
+from progress_sql.integrations.hosted import HostSettings, host_settings
+from progress_sql.integrations.verifiers.summary import INFO_KEY, summary_metrics, summary_reward
+
+#: The export format whose rows a taskset reads unless told otherwise (JSON Lines, no pyarrow needed).
+DEFAULT_FORMAT = "trl"
+
+
+class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
+    """``--env.taskset.*``: the exported rows and the environment's settings."""
+
+    rows: Path
+    """A file of ``progress-sql export`` rows: ``.jsonl`` (``--format trl``) or ``.parquet``
+    (``--format skyrl`` / ``verl``, read with pyarrow)."""
+    format: str = DEFAULT_FORMAT
+    """The export format of ``rows`` (trl, skyrl or verl)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The environment's settings (docs/verifiers.md): ``profile``, any ``EnvConfig`` field
+    (``max_turns``, ``timeout_s``, ``feedback``, ``reward``, ``suite``, nested sections as mappings),
+    ``step_rewards`` and ``execution_workers``; checked when the config is built."""
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        get_format(value)  # an unknown name raises a ConfigError listing the known ones
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> ProgressSQLTasksetConfig:
+        if not self.rows.is_file():
+            raise ValueError(f"rows: no file {self.rows} (write it with progress-sql export --format {self.format})")
+        self.host_settings()  # unknown keys and bad values fail before the first episode
+        return self
+
+    def host_settings(self) -> HostSettings:
+        return host_settings(self.settings)
+
+
+class ProgressSQLData(vf.TaskData):  # type: ignore[misc]
+    """One exported row; it travels whole on the wire, so an env server rebuilds the episode from it."""
+
+    row: dict[str, Any]
+    format: str = DEFAULT_FORMAT
+
+    @model_validator(mode="after")
+    def _readable(self) -> ProgressSQLData:
+        get_format(self.format).example(self.row)  # a row without our fields is a DatasetError naming them
+        return self
+
+
+class ProgressSQLTask(vf.Task[ProgressSQLData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
+    """One refinement episode of one row. The rubric reads the summary the environment leaves on the
+    trace: the episode's reward (weight 1, the trace's reward) and metrics that are recorded, not summed
+    (match, k*, turns, asks, unscored, format, F and each reward component)."""
+
+    @vf.reward(weight=1.0)  # type: ignore[untyped-decorator]
+    def progress_reward(self, trace: Any) -> float:
+        return summary_reward(trace.info.get(INFO_KEY))
+
+    @vf.metric  # type: ignore[untyped-decorator]
+    def episode(self, trace: Any) -> dict[str, float]:
+        return summary_metrics(trace.info.get(INFO_KEY))
+
+
+def opening(row: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The system prompt and the other opening messages of an exported row (the environment's own
+    opening, as exported, so the model sees what the trainers' adapters show it)."""
+    messages = row.get("prompt")
+    if not isinstance(messages, list) or not messages:
+        raise DatasetError("a row lacks its prompt messages: write rows with progress-sql export")
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"]
+    return (str(system[0]["content"]) if system else None), rest
+
+
+def read_rows(path: Path, fmt: str) -> list[dict[str, Any]]:
+    """The rows of an export file (JSON Lines, or parquet through pyarrow)."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise DatasetError(f"{path}: reading parquet needs pyarrow (or export with --format trl)") from error
+        return [dict(row) for row in pq.read_table(path).to_pylist()]
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise DatasetError(f"{path}:{number}: not a JSON row ({error.msg})") from error
+    return rows
+
+
+def row_task(row: Mapping[str, Any], fmt: str, config: Any) -> ProgressSQLTask:
+    system, messages = opening(row)
+    example = FORMATS[fmt].example(row)
+    return ProgressSQLTask(
+        ProgressSQLData(
+            id=f"{example.db_id}:{example.index}",
+            name=example.question,
+            prompt=messages,
+            system_prompt=system,
+            row=dict(row),
+            format=fmt,
+        ),
+        config,
+    )
+
+
+class ProgressSQLTaskset(vf.Taskset[ProgressSQLTask, ProgressSQLTasksetConfig]):  # type: ignore[misc]
+    """The exported rows as tasks, in file order (``--select.*`` picks and shuffles them)."""
+
+    def load(self) -> Iterator[ProgressSQLTask]:
+        for row in read_rows(self.config.rows, self.config.format):
+            yield row_task(row, self.config.format, self.config.task)
