@@ -29,8 +29,11 @@ from progress_sql.sourced import Sourced, ours, paper, sourced_fields
 
 #: The ODT refinements the paper's ODT does not have, by their :class:`OdtConfig` switch: four features
 #: its profile p = (c, b, T, S, W, J, G, H, O) lacks (each has its own tag and weighs through its clause;
-#: docs/odt.md step 5), and CTEs scored where they are read (Appendix D matches them by name).
-REFINEMENTS: tuple[str, ...] = ("select_order", "join_type", "nulls_order", "limit_values", "inline_ctes")
+#: docs/odt.md step 5), CTEs scored where they are read (Appendix D matches them by name), implicit
+#: joins read as joins, and nested queries found in every clause (Appendix D names four).
+REFINEMENTS: tuple[str, ...] = (
+    "select_order", "join_type", "nulls_order", "limit_values", "inline_ctes", "implicit_joins", "nested_everywhere",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,8 @@ class Profile:
             nulls_order="nulls_order" in refinements,
             limit_values="limit_values" in refinements,
             inline_ctes="inline_ctes" in refinements,
+            implicit_joins="implicit_joins" in refinements,
+            nested_everywhere="nested_everywhere" in refinements,
             tag_set=tags,
             tag_order=tags or (),
         )
@@ -148,7 +153,9 @@ PROGRESS_SQL = Profile(
         REFINEMENTS,
         "column order, outer join sides, NULLs placement, LIMIT count and OFFSET change results, each with "
         "its own tag; a CTE scored where it is read, so a CTE and the same derived table, or a renamed CTE, "
-        "score 1.0 (issue 16)",
+        "score 1.0 (issue 16); `FROM a, b WHERE a.x = b.y` equals `FROM a JOIN b ON a.x = b.y` (the WHERE "
+        "equality across two sources is a join condition); a nested query in GROUP BY, ORDER BY or an ON "
+        "condition is a child like any other, with its own located tags",
     ),
     odt_alpha=paper(0.70, "alpha = 0.70 for SELECT nodes (Appendix D)"),
     odt_set_op_weight=ours(
@@ -187,7 +194,9 @@ PAPER = Profile(
         (),
         "p = (c, b, T, S, W, J, G, H, O) of Appendix D has none of the four features; CTE names are matched "
         "case-insensitively (Appendix D): a CTE reads as a table and hangs from its declaring query (where "
-        "it hangs: ours)",
+        "it hangs: ours); J holds join signatures and W filtering predicates, so a WHERE equality stays in W "
+        "(ours: the reading of J as the explicit JOINs'); nested queries are children only in FROM, WHERE, "
+        "HAVING and SELECT expressions (Appendix D; a joined derived table counts as FROM: ours)",
     ),
     odt_alpha=paper(0.70, "alpha = 0.70 for SELECT nodes (Appendix D)"),
     odt_set_op_weight=paper(0.0, "non-SELECT nodes are scored by child matching only (Appendix D)"),

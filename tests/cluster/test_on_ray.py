@@ -116,6 +116,29 @@ def test_eval_of_predictions_on_two_nodes_gives_the_same_records(
     assert 0 < metrics[0]["execution_accuracy"] < 1  # right and wrong answers both there
 
 
+def test_eval_under_the_paper_profile_diagnoses_with_its_odt_on_every_node(
+    dataset: SyntheticDataset, cluster: Cluster, tmp_path: Path
+) -> None:
+    """``eval --profile paper --ray``: each shard's store gets the profile's ODT, as one machine's does.
+    The first prediction misspells a column: the paper's syntax-only verdict diagnoses its structure
+    where ours stops at SQLite's compile error, so the two profiles' records differ there."""
+    examples = load_task(str(dataset.questions), None)
+    predictions = dataset.predictions.read_text(encoding="utf-8").splitlines()
+    gold = examples[0].gold_sql
+    misspelled = gold.replace("SELECT ", "SELECT nosuchcolumn, ", 1)
+    assert misspelled != gold
+    edited = tmp_path / "predictions.sql"
+    edited.write_text("\n".join([misspelled, *predictions[1:]]) + "\n", encoding="utf-8")
+    argv = ["eval", "--task", str(dataset.questions), "--predictions", str(edited), "--no-plots", "--json"]
+    here, there = _on_both([*argv, "--profile", "paper"], tmp_path / "paper", cluster)
+    assert _sorted_records(here / "samples.jsonl") == _sorted_records(there / "samples.jsonl")
+    default = tmp_path / "default"
+    _cli([*argv, "--out", str(default), "--workers", "2"])
+    first = {name: json.loads(_sorted_records(folder / "samples.jsonl")[0]) for name, folder in
+             (("paper", there), ("default", default))}  # fmt: skip
+    assert first["paper"] != first["default"]
+
+
 def test_eval_of_a_model_run_on_two_nodes_gives_the_same_records(
     dataset: SyntheticDataset, cluster: Cluster, tmp_path: Path
 ) -> None:

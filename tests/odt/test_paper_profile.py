@@ -209,3 +209,60 @@ def test_ctes_are_matched_by_name_under_paper() -> None:
         diagnosis = diagnose(pred, prepare_gold(cte, config=config), config=config)
         assert diagnosis.f_struct == pytest.approx(0.455, abs=1e-6)
         assert diagnosis.tags == ("FROM_OR_JOIN_TABLE_MISMATCH", "SELECT_ERROR")
+
+
+IMPLICIT = "SELECT T1.name FROM singer AS T1, concert AS T2 WHERE T1.id = T2.singer_id"
+EXPLICIT = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id"
+
+
+def test_an_implicit_join_is_a_join_by_default_and_a_filter_under_paper() -> None:
+    assert diagnose(IMPLICIT, EXPLICIT, config=DEFAULT.odt_config()).f_struct == 1.0
+    paper = diagnose(IMPLICIT, EXPLICIT, config=PAPER.odt_config())
+    # under paper the equality is a WHERE predicate: J is empty on one side, W on the other
+    assert paper.f_struct < 1.0
+    assert "JOIN_KEY_MISMATCH" in paper.tags
+    assert diagnose(IMPLICIT, IMPLICIT, config=PAPER.odt_config()).f_struct == 1.0
+
+
+@pytest.mark.parametrize(
+    ("clause", "pred", "gold"),
+    [
+        (
+            "order_by",
+            "SELECT name FROM singer ORDER BY (SELECT max(age) FROM singer)",
+            "SELECT name FROM singer ORDER BY (SELECT min(age) FROM singer)",
+        ),
+        (
+            "group_by",
+            "SELECT count(*) FROM singer GROUP BY (SELECT max(age) FROM singer)",
+            "SELECT count(*) FROM singer GROUP BY (SELECT min(age) FROM singer)",
+        ),
+        (
+            "join",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = (SELECT max(id) FROM singer)",
+            "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = (SELECT min(id) FROM singer)",
+        ),
+    ],
+)
+def test_nested_queries_outside_the_papers_four_clauses_are_children_by_default_only(
+    clause: str, pred: str, gold: str
+) -> None:
+    default = diagnose(pred, gold, config=DEFAULT.odt_config())
+    assert "SUBQUERY_ERROR" in default.tags
+    assert any(f.location[:1] == (clause,) for f in default.findings), default.findings
+    paper_config = PAPER.odt_config()
+    paper = diagnose(pred, prepare_gold(gold, config=paper_config), config=paper_config)
+    # no child under paper: the subquery is part of its clause's text, so only that clause differs
+    assert all(not f.location for f in paper.findings)
+    assert paper.f_struct < 1.0
+
+
+def test_a_joined_derived_table_is_a_nested_query_of_from_under_paper() -> None:
+    gold = "SELECT T1.name FROM singer AS T1 JOIN (SELECT id FROM concert WHERE year = 2014) AS T2 ON T1.id = T2.id"
+    pred = "SELECT T1.name FROM singer AS T1 JOIN (SELECT id FROM concert) AS T2 ON T1.id = T2.id"
+    config = PAPER.odt_config()
+    paper = diagnose(pred, prepare_gold(gold, config=config), config=config)
+    assert paper.f_struct < 1.0
+    tree = prepare_gold(gold, config=config).tree
+    [select] = tree.children[0].children if tree.children[0].kind != "SELECT" else [tree.children[0]]
+    assert [child.label for child in select.children] == ["from"]

@@ -34,11 +34,14 @@ def ratio(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
 
-def diagnosis_tags(pred_sql: str | None, gold: GoldReference) -> tuple[str, ...]:
-    """The ODT tags of one prediction (no SQL at all counts as a parse failure)."""
+def diagnosis_tags(pred_sql: str | None, gold: GoldReference, config: OdtConfig | None = None) -> tuple[str, ...]:
+    """The ODT tags of one prediction under ``config`` (default: the default profile's ODT; no SQL at
+    all counts as a parse failure)."""
     from progress_sql.odt.diagnosis import diagnose
 
-    return diagnose(pred_sql or "", gold).tags
+    if config is None:
+        return diagnose(pred_sql or "", gold).tags
+    return diagnose(pred_sql or "", gold, config=config).tags
 
 
 def categories(tags: Sequence[str]) -> frozenset[str]:

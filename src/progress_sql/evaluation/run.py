@@ -25,6 +25,7 @@ from progress_sql.judge.analysis import AnalysisPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import Preset, describe
 from progress_sql.judge.gold import GoldStore
+from progress_sql.odt.config import OdtConfig
 from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
@@ -288,6 +289,8 @@ class ShardedEval:
     ves_repeats: int = 0
     #: First rows of the gold's and the answer's results kept in each record (``evaluate``'s ``preview_rows``).
     preview_rows: int = 0
+    #: The ODT of the run's profile (``eval --profile``), as one machine's store gets it.
+    odt: OdtConfig = field(default_factory=OdtConfig)
 
 
 def evaluate_on_cluster(
@@ -330,7 +333,7 @@ def _evaluate_shard(settings: ShardedEval, pairs: list[tuple[Example, list[Sampl
         pool = _SHARD_POOLS[settings.workers] = ExecutionPool(settings.workers)
     cache = GoldCache(settings.cache_dir)
     suite = None if settings.suite is None else suite_lookup(settings.suite)
-    store = GoldStore(settings.preset, pool=pool, limits=settings.limits, cache=cache, suite=suite)
+    store = GoldStore(settings.preset, pool=pool, limits=settings.limits, cache=cache, suite=suite, odt=settings.odt)
     examples = [example for example, _ in pairs]
     records = evaluate(
         examples,
@@ -491,6 +494,8 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
 
     plan = _plan(request)
     engine = ENGINES["sqlite"] if request.backend_db is None else engine_of(request.backend_db)
+    # the profile's ODT on the engine that runs the queries: the same on this machine and on every shard
+    odt = replace(get_profile(request.profile).odt_config(), dialect=engine.dialect, db_engine=engine.display_name)
     processes = shard_workers(request.workers, request.ray, os.cpu_count() or 1)
     started = time.perf_counter()
     cache = GoldCache(request.cache_dir)
@@ -505,13 +510,12 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
             generator, answers = _generate(request, plan, engine.display_name, phase)
         answers = tuple(items or (Sample(None),) for items in answers)
         if cluster is not None:
-            records, gold_cache, contexts = _judge_on_cluster(request, plan, answers, cluster, processes, phase)
+            records, gold_cache, contexts = _judge_on_cluster(request, plan, answers, cluster, processes, odt, phase)
         else:
             store = GoldStore(
                 plan.inputs.preset, pool=pool, limits=plan.inputs.limits, cache=cache,
                 suite=None if request.suite is None else suite_lookup(request.suite), backend_db=request.backend_db,
-                odt=replace(get_profile(request.profile).odt_config(), dialect=engine.dialect,
-                            db_engine=engine.display_name), analysis=analysis,
+                odt=odt, analysis=analysis,
             )  # fmt: skip
             records, contexts = _judge_here(request, plan, answers, store, phase)
             gold_cache = {"hits": cache.hits, "misses": cache.misses}
@@ -556,15 +560,16 @@ def _judge_on_cluster(
     answers: Sequence[Sequence[Sample]],
     cluster: ShardRunner,
     processes: int,
+    odt: OdtConfig,
     phase: Phase,
 ) -> tuple[list[EvalRecord], dict[str, int], list[Any]]:
-    """Judged on the cluster's nodes, shard by shard (progress: examples); the page's contexts are read
-    here (nothing runs)."""
+    """Judged on the cluster's nodes, shard by shard, with the run's ODT ``odt`` (progress: examples);
+    the page's contexts are read here (nothing runs)."""
     inputs = plan.inputs
     sharded = ShardedEval(
         inputs.preset, inputs.limits, processes, None if request.cache_dir is None else str(request.cache_dir),
         None if request.suite is None else str(request.suite), inputs.task.breakdown, inputs.bird_metrics,
-        inputs.ves_repeats, PREVIEW_ROWS,
+        inputs.ves_repeats, PREVIEW_ROWS, odt,
     )  # fmt: skip
     advance = phase(f"{inputs.preset.name} on {inputs.task.name}, on Ray", len(plan.examples))
     records, gold_cache = evaluate_on_cluster(plan.examples, answers, sharded, cluster, advance)

@@ -42,13 +42,14 @@ CHUNK = 64
 def prepare_reference(sql: str, schema: Schema | None, config: OdtConfig) -> tuple[GoldReference, Hardness | None]:
     """The ODT reference of a gold query, built with ``schema``, and its Spider hardness, from one parse."""
     from progress_sql.odt.build import odt_of
+    from progress_sql.odt.diagnosis import tree_switches
     from progress_sql.sql.hardness import hardness, hardness_of
     from progress_sql.sql.lexical import bigrams
     from progress_sql.sql.normalize import parse_for_odt
 
     statement = parse_for_odt(sql, schema, dialect=config.dialect)
     tree = (
-        statement if isinstance(statement, ParseFailure) else odt_of(statement, schema, inline_ctes=config.inline_ctes)
+        statement if isinstance(statement, ParseFailure) else odt_of(statement, schema, switches=tree_switches(config))
     )
     if config.dialect != DEFAULT_DIALECT:  # hardness follows the official evaluator, which reads SQLite
         level = hardness(sql)

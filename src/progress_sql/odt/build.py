@@ -102,11 +102,27 @@ class _Cte:
     visible: Mapping[str, _Cte]
 
 
+@dataclass(frozen=True, slots=True)
+class TreeSwitches:
+    """How a tree is built: :class:`~progress_sql.odt.config.OdtConfig`'s build-time switches
+    (``inline_ctes``, ``implicit_joins``, ``nested_everywhere``; all on is the project's ODT)."""
+
+    inline_ctes: bool = True
+    implicit_joins: bool = True
+    nested_everywhere: bool = True
+
+
+#: The clauses whose nested queries become children when ``nested_everywhere`` is off: those Appendix D
+#: names (SELECT expressions, FROM, WHERE, HAVING); a JOIN's own source is part of FROM there.
+_PAPER_NESTED_CLAUSES = frozenset({"expressions", "from_", "where", "having"})
+
+
 @dataclass(slots=True)
 class _Build:
-    """State of one tree build: the schema and which CTEs were read (by identity)."""
+    """State of one tree build: the schema, the switches and which CTEs were read (by identity)."""
 
     schema: Schema | None
+    switches: TreeSwitches = field(default_factory=TreeSwitches)
     used: set[int] = field(default_factory=set)
     #: Inlined CTE bodies so far; beyond the cap a CTE reads as a table (chains of CTEs that each
     #: read the previous one twice would otherwise grow the tree exponentially).
@@ -117,6 +133,7 @@ class _Build:
 
 
 MAX_INLINED_CTES = 64
+_ALL_ON = TreeSwitches()
 
 
 def _declare(query: exp.Expr, ctes: Mapping[str, _Cte]) -> tuple[dict[str, _Cte], list[_Cte]]:
@@ -230,12 +247,18 @@ def _select_node(
     # clause and the aggregates of its SELECT list; each clause's parts in order, depth first.
     found: list[tuple[str, exp.Expr]] = []
     aggregates: set[str] = set()
+    everywhere = build.switches.nested_everywhere
     for clause, value in select.args.items():
         if value is None or clause == "with_":
             continue
         label = _CLAUSE_LABELS.get(clause, clause)
         in_items = clause == "expressions"
         parts = value if isinstance(value, list) else [value]
+        if not everywhere:
+            if clause == "joins":  # the paper's FROM: a joined source, not its ON condition
+                label, parts = "from", [join.this for join in parts if isinstance(join, exp.Join)]
+            elif clause not in _PAPER_NESTED_CLAUSES:
+                continue
         stack = [part for part in reversed(parts) if isinstance(part, exp.Expr)]
         while stack:
             node = stack.pop()
@@ -259,31 +282,36 @@ def _select_node(
             exists = isinstance(node.parent, exp.Exists)
             child_query = _query_node(node, scope, build, ctes, projection_free=exists)
             children.append(OdtNode("SUBQUERY", label, children=(child_query,)))
-    profile = profile_select(select, scope, projection_free=projection_free, aggregates=frozenset(aggregates))
+    profile = profile_select(
+        select, scope, projection_free=projection_free, aggregates=frozenset(aggregates),
+        implicit_joins=build.switches.implicit_joins, nested_everywhere=everywhere,
+    )  # fmt: skip
     return OdtNode("SELECT", profile=profile, children=tuple(children))
 
 
-def tree_from_ast(statement: exp.Expr, schema: Schema | None = None, *, inline_ctes: bool = True) -> OdtNode:
+def tree_from_ast(statement: exp.Expr, schema: Schema | None = None, *, switches: TreeSwitches = _ALL_ON) -> OdtNode:
     """Build the ODT of a parsed statement; raises :class:`NotAQueryError` for non-queries. Without
-    ``inline_ctes`` a CTE is not read where it is used: it hangs from its declaring query, by name."""
-    build = _Build(schema, max_inlined=MAX_INLINED_CTES if inline_ctes else 0)
+    ``switches.inline_ctes`` a CTE is not read where it is used: it hangs from its declaring query, by name."""
+    build = _Build(schema, switches, max_inlined=MAX_INLINED_CTES if switches.inline_ctes else 0)
     return OdtNode("ROOT", children=(_query_node(statement, None, build, {}),))
 
 
 def build_odt(
-    sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT, inline_ctes: bool = True
+    sql: str, schema: Schema | None = None, *, dialect: str = DEFAULT_DIALECT, switches: TreeSwitches = _ALL_ON
 ) -> OdtNode | ParseFailure:
     """Parse and normalize ``sql`` and build its ODT, or say why it cannot be built."""
     statement = parse_for_odt(sql, schema, dialect=dialect)
     if isinstance(statement, ParseFailure):
         return statement
-    return odt_of(statement, schema, inline_ctes=inline_ctes)
+    return odt_of(statement, schema, switches=switches)
 
 
-def odt_of(statement: exp.Expr, schema: Schema | None = None, *, inline_ctes: bool = True) -> OdtNode | ParseFailure:
+def odt_of(
+    statement: exp.Expr, schema: Schema | None = None, *, switches: TreeSwitches = _ALL_ON
+) -> OdtNode | ParseFailure:
     """The ODT of a statement already parsed (and normalized) by ``parse_for_odt``, or why there is none."""
     try:
-        return tree_from_ast(statement, schema, inline_ctes=inline_ctes)
+        return tree_from_ast(statement, schema, switches=switches)
     except NotAQueryError as error:
         return ParseFailure(str(error))
     except RecursionError:

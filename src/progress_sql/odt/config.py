@@ -87,8 +87,13 @@ class OdtConfig:
     the findings of those tags (a set, kept sorted; None: every tag of the catalogue; ``PARSE_ERROR`` always stays: it
     marks the fallback message); ``inline_ctes`` scores a CTE where it is read, like a derived table
     (off: a CTE reads as a table and hangs from the query that declares it, paired with the CTE of its
-    name only, as Appendix D matches CTEs); ``tag_order`` puts those codes first, in that order, in the tags and
-    the feedback (the rest follow in catalogue order).
+    name only, as Appendix D matches CTEs); ``implicit_joins`` reads a WHERE ``column = column`` atom across
+    two sources as a join condition (J, not W; off: it stays in W, as the join signatures of explicit
+    JOINs are the paper's J); ``nested_everywhere`` finds nested queries in every clause (off: only where
+    Appendix D names them, in SELECT expressions, FROM (a joined derived table included), WHERE and
+    HAVING; one in GROUP BY, ORDER BY or an ON condition is then part of that clause's text, not a
+    child); ``tag_order`` puts those codes first, in that order, in the tags and the feedback (the rest
+    follow in catalogue order).
     """
 
     weights: FeatureWeights = field(default_factory=FeatureWeights)
@@ -106,6 +111,8 @@ class OdtConfig:
     nulls_order: bool = True
     limit_values: bool = True
     inline_ctes: bool = True
+    implicit_joins: bool = True
+    nested_everywhere: bool = True
     tag_set: tuple[str, ...] | None = None
     tag_order: tuple[str, ...] = ()
 

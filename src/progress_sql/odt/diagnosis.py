@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from progress_sql.data.schema import Schema
-from progress_sql.odt.build import build_odt
+from progress_sql.odt.build import TreeSwitches, build_odt
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.dml import compare_scripts, is_write_script, script_profiles
 from progress_sql.odt.records import Diagnosis, DiagnosisStatus, GoldReference
@@ -51,9 +51,14 @@ from progress_sql.sql.verdict import engine_rejection, syntax_rejection
 _DEFAULT = OdtConfig()
 
 
+def tree_switches(config: OdtConfig) -> TreeSwitches:
+    """The build-time switches of ``config`` (how both trees are built)."""
+    return TreeSwitches(config.inline_ctes, config.implicit_joins, config.nested_everywhere)
+
+
 def prepare_gold(sql: str, schema: Schema | None = None, config: OdtConfig = _DEFAULT) -> GoldReference:
     """Parse, profile and tokenize a gold query once."""
-    tree = build_odt(sql, schema, dialect=config.dialect, inline_ctes=config.inline_ctes)
+    tree = build_odt(sql, schema, dialect=config.dialect, switches=tree_switches(config))
     return GoldReference(sql, tree, bigrams(sql), schema)
 
 
@@ -76,7 +81,7 @@ def diagnose(
         if is_write_script(gold.sql, config.dialect):  # a write task's reference (odt/dml.py)
             return _diagnose_write(pred_text, gold.sql, schema, f_lex, config)
         return _unparsable("gold_unparsable", (), f_lex, gold.tree.reason, config)
-    pred_tree = build_odt(pred_text, schema, dialect=config.dialect, inline_ctes=config.inline_ctes)
+    pred_tree = build_odt(pred_text, schema, dialect=config.dialect, switches=tree_switches(config))
     if isinstance(pred_tree, ParseFailure):
         return _unparsable("pred_unparsable", ("PARSE_ERROR",), f_lex, pred_tree.reason, config)
     # The engine's verdict only where sqlglot built a tree: what sqlglot refuses, the engine refuses too.

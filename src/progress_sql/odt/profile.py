@@ -232,17 +232,24 @@ def profile_select(
     *,
     projection_free: bool = False,
     aggregates: frozenset[str] | None = None,
+    implicit_joins: bool = True,
+    nested_everywhere: bool = True,
 ) -> SelectProfile:
     """Compute the profile of ``select`` with names resolved in ``scope``; ``projection_free`` for
     the operand of EXISTS, whose SELECT list does not matter. ``aggregates``: the aggregate functions
-    of the SELECT list when the caller's own walk found them (the tree build does)."""
+    of the SELECT list when the caller's own walk found them (the tree build does). ``implicit_joins``:
+    a WHERE ``column = column`` atom across two sources is a join condition (off: it stays in WHERE).
+    ``nested_everywhere`` off: a nested query in an ON condition, GROUP BY or ORDER BY is no child node
+    (``odt/build.py``), so those clauses write it out as text."""
     items = list(select.expressions)
     item_renderer = Renderer(scope)
     output_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
     renderer = Renderer(scope, output_aliases, items)
+    # the clauses whose nested queries are children only where every clause's are
+    keys = renderer if nested_everywhere else Renderer(scope, output_aliases, items, subquery_text=True)
 
     where_atoms: list[str] = []
-    join_atoms = _join_atoms(select, renderer)
+    join_atoms = _join_atoms(select, keys)
     where = select.args.get("where")
     if where is not None:
         for atom in conjuncts(where.this):
@@ -253,18 +260,19 @@ def profile_select(
                 left_text, right_text = renderer.column(left), renderer.column(right)
                 text = f"{left_text} = {right_text}" if left_text <= right_text else f"{right_text} = {left_text}"
                 left_owner, right_owner = _column_owner(left_text), _column_owner(right_text)
-                implicit = left_owner is not None and right_owner is not None and left_owner != right_owner
+                across = left_owner is not None and right_owner is not None and left_owner != right_owner
+                implicit = implicit_joins and across
                 (join_atoms if implicit else where_atoms).append(text)
                 continue
-            target = join_atoms if _is_implicit_join(atom, renderer) else where_atoms
+            target = join_atoms if implicit_joins and _is_implicit_join(atom, renderer) else where_atoms
             target.append(renderer.render(atom))
 
     group = select.args.get("group")
-    group_keys = [renderer.render_key(key) for key in group.expressions] if group is not None else []
+    group_keys = [keys.render_key(key) for key in group.expressions] if group is not None else []
     having = select.args.get("having")
     having_atoms = [renderer.render(atom) for atom in conjuncts(having.this)] if having is not None else []
     order = select.args.get("order")
-    order_keys = [renderer.render(key) for key in order.expressions] if order is not None else []
+    order_keys = [keys.render(key) for key in order.expressions] if order is not None else []
 
     if aggregates is None:
         aggregates = _aggregate_keys(items)

@@ -136,17 +136,22 @@ class Renderer:
     ``ORDER BY c`` with ``COUNT(*) AS c`` reads ``count(*)``.
     """
 
-    __slots__ = ("items", "output_aliases", "scope")
+    __slots__ = ("items", "output_aliases", "scope", "subquery_text")
 
     def __init__(
         self,
         scope: Scope,
         output_aliases: Mapping[str, exp.Expr] | None = None,
         items: Sequence[exp.Expr] = (),
+        *,
+        subquery_text: bool = False,
     ) -> None:
         self.scope = scope
         self.output_aliases = output_aliases or {}
         self.items = items
+        #: A nested query is written out (its SQL, values as ``?``) rather than as :data:`SUBQUERY`:
+        #: for the clauses whose nested queries are not child nodes (``OdtConfig.nested_everywhere`` off).
+        self.subquery_text = subquery_text
 
     def render(self, node: exp.Expr) -> str:
         return _handler(type(node))(self, node)
@@ -271,6 +276,15 @@ def _function(r: Renderer, node: exp.Expr) -> str:
     return f"{name}({args})"
 
 
+def _nested_query(r: Renderer, node: exp.Expr) -> str:
+    """:data:`SUBQUERY` where nested queries are child nodes; elsewhere the query's own text with every
+    literal a ``?`` (lexical values normalized, as the profile's other signatures), lower case."""
+    if not r.subquery_text:
+        return SUBQUERY
+    valueless = node.copy().transform(lambda x: exp.Placeholder() if isinstance(x, exp.Literal) else x)
+    return valueless.sql().lower()
+
+
 def _generic(r: Renderer, node: exp.Expr) -> str:
     children = [r.render(child) for child in node.iter_expressions()]
     return f"{node.key}({', '.join(children)})" if children else node.key
@@ -288,8 +302,8 @@ _HANDLERS: dict[type[exp.Expr], Handler] = {
     exp.Paren: lambda r, n: r.render(n.this),
     exp.Alias: lambda r, n: r.render(n.this),
     exp.Identifier: lambda r, n: n.name.lower(),
-    exp.Subquery: lambda r, n: SUBQUERY,
-    exp.Query: lambda r, n: SUBQUERY,
+    exp.Subquery: lambda r, n: _nested_query(r, n),
+    exp.Query: lambda r, n: _nested_query(r, n),
     exp.And: _connective,
     exp.Or: _connective,
     exp.In: _in,

@@ -402,6 +402,7 @@ class _EmbeddedSeed:
         from progress_sql.training.recipe import embedded_data, rl_prompts, warm_start
 
         self.base = config.train_config(seed)
+        self.rl = config.rl
         self.turns = config.rl.turns
         self.fmt = CompactFormat()
         embedded = embedded_data(self.base)
@@ -414,7 +415,7 @@ class _EmbeddedSeed:
         from progress_sql.training.recipe import measure_sets
 
         advance = phase(label, 1)
-        measured = Measured.of(measure_sets(model, self.tokenizer, self.fmt, self.sets, self.turns), self.turns)
+        measured = Measured.of(measure_sets(model, self.tokenizer, self.fmt, self.sets, self.rl), self.turns)
         advance(1)
         return measured
 

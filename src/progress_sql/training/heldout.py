@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from progress_sql.env.core import EnvConfig
 from progress_sql.evaluation.stats import Accuracy
+from progress_sql.odt.config import OdtConfig
 from progress_sql.types import Example
 
 
@@ -59,19 +61,36 @@ class SetMeasurement:
         }
 
 
-def structural_rates(examples: Sequence[Example], sqls: Sequence[str | None]) -> dict[str, float | None]:
+def measurement_env(run_env: EnvConfig | None, turns: int, **changes: Any) -> EnvConfig:
+    """The environment of a held-out measurement: the run's own (``run_env``: its profile's ODT,
+    feedback and reward; default: the default profile's) with the measurement's turn budget, a 10 s
+    limit per query and no schema in the environment's prompt (the measurement builds its own
+    prompts), and ``changes`` on top.
+
+    >>> env = measurement_env(EnvConfig(max_turns=4), 2)
+    >>> env.max_turns, env.timeout_s, env.schema_profile
+    (2, 10.0, 'none')
+    """
+    return replace(run_env or EnvConfig(), max_turns=turns, timeout_s=10.0, schema_profile="none", **changes)
+
+
+def structural_rates(
+    examples: Sequence[Example], sqls: Sequence[str | None], odt: OdtConfig | None = None
+) -> dict[str, float | None]:
     """The share of answers with a SELECT / JOIN / WHERE / GROUP mismatch against the gold, and
-    their average (the paper's Table 8; :mod:`progress_sql.evaluation.analysis`)."""
+    their average (the paper's Table 8; :mod:`progress_sql.evaluation.analysis`), diagnosed with the
+    run's ODT ``odt`` (its profile's; default: the default profile's)."""
     from progress_sql.evaluation.analysis import MAIN_CATEGORIES, analyze, diagnosis_tags
     from progress_sql.odt import prepare_gold
 
+    odt = odt or OdtConfig()
     golds: dict[tuple[str, str], Any] = {}
     tags = []
     for example, sql in zip(examples, sqls, strict=True):
         key = (example.db_path, example.gold_sql)
         if key not in golds:
-            golds[key] = prepare_gold(example.gold_sql, _schema(example.db_path))
-        tags.append(diagnosis_tags(sql, golds[key]))
+            golds[key] = prepare_gold(example.gold_sql, _schema(example.db_path), odt)
+        tags.append(diagnosis_tags(sql, golds[key], odt))
     report = analyze(tags)
     rates: dict[str, float | None] = {c: report["rates"][c] for c in MAIN_CATEGORIES}
     rates["average"] = report["average"]
@@ -104,9 +123,11 @@ def measure(
     turns: int,
     max_new_tokens: int = 48,
     batch_size: int = 64,
+    env_config: EnvConfig | None = None,
 ) -> SetMeasurement:
-    """Measure ``examples`` once (compact format, greedy decoding): see :class:`SetMeasurement`."""
-    from progress_sql.env.core import EnvConfig
+    """Measure ``examples`` once (compact format, greedy decoding): see :class:`SetMeasurement`. The
+    episodes run in the run's environment ``env_config`` (its profile's ODT, feedback and reward;
+    default: the default profile's) within ``turns`` turns (:func:`measurement_env`)."""
     from progress_sql.execution.pool import ExecutionPool
     from progress_sql.integrations.trl import ModelGenerator, TrlRollout
     from progress_sql.sql.extract import extract
@@ -114,14 +135,15 @@ def measure(
 
     texts = greedy_sql(model, tokenizer, fmt, examples)
     single = execution_accuracy(examples, texts)
-    structural = structural_rates(examples, [extract(text).sql for text in texts])
+    config = measurement_env(env_config, turns)
+    structural = structural_rates(examples, [extract(text).sql for text in texts], config.odt)
     k_stars: list[int] = []
     with ExecutionPool(workers=1) as pool:
         for start in range(0, len(examples), batch_size):
             chunk = examples[start : start + batch_size]
             rollout = TrlRollout(
                 list(chunk), tokenizer, fmt, ModelGenerator(tokenizer, max_new_tokens, temperature=0.0),
-                env_config=EnvConfig(max_turns=turns, timeout_s=10.0, schema_profile="none"), pool=pool,
+                env_config=config, pool=pool,
             )  # fmt: skip
             output = rollout.episodes([fmt.prompt(e.db_id, e.question) for e in chunk], chunk, _Unwrapped(model))
             k_stars += [int(k) for k in output["k_star"]]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.data.ddl import db_details
+from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.pool import ExecutionPool
@@ -198,19 +199,20 @@ class ChatPrompts:
 def measure_chat(
     model: Any, tokenizer: Any, fmt: ChatTemplateFormat, prompts: ChatPrompts, examples: Sequence[Example],
     *, turns: int, max_new_tokens: int, batch_size: int = 32, bf16_autocast: bool = False,
+    env_config: EnvConfig | None = None,
 ) -> SetMeasurement:  # fmt: skip
     """Greedy multi-turn episodes with ODT feedback on ``examples``: single-turn EX is the first turn's
     match (the paper's protocol), EX within ``turns`` turns, the first correct turn and the Table 8
-    rates of the first answers. One generation pass serves all of them."""
+    rates of the first answers. One generation pass serves all of them. The episodes run in the run's
+    environment ``env_config`` (its profile's ODT, feedback and reward; default: the default profile's)."""
     from collections import Counter
 
-    from progress_sql.env.core import EnvConfig
     from progress_sql.integrations.trl import ModelGenerator, TrlRollout
-    from progress_sql.training.heldout import _Unwrapped, structural_rates
+    from progress_sql.training.heldout import _Unwrapped, measurement_env, structural_rates
 
     k_stars: list[int] = []
     first_sql: list[str | None] = []
-    config = EnvConfig(max_turns=turns, timeout_s=10.0, schema_profile="none", prompt=prompts.style.name)
+    config = measurement_env(env_config, turns, prompt=prompts.style.name)
     order = sorted(range(len(examples)), key=lambda i: len(prompts(examples[i])))  # similar lengths pad little
     by_position: dict[int, tuple[int, str | None]] = {}
     with ExecutionPool(workers=1) as pool:
@@ -235,7 +237,7 @@ def measure_chat(
         within_turns=Accuracy.of([k > 0 for k in k_stars]),
         turns=turns,
         first_correct=dict(Counter(k_stars)),
-        structural=structural_rates(examples, first_sql),
+        structural=structural_rates(examples, first_sql, config.odt),
     )
 
 
@@ -300,13 +302,15 @@ class RealSetup:
 
     def measure(self, model: Any, label: str, *, turns: int | None = None) -> dict[str, SetMeasurement]:
         """Greedy multi-turn measurement of ``model`` on every held-out set (:func:`measure_chat`) within
-        ``turns`` turns (default: the held-out set's ``turns``)."""
+        ``turns`` turns (default: the held-out set's ``turns``), in the run's environment (its profile)."""
         release_freed_memory()
         advance = self.phase(label, 1)
+        run_env = self.config.rl.env_config()
         figures = {
             name: measure_chat(
                 model, self.tokenizer, self.fmt, self.prompts, items, turns=turns or self.config.heldout.turns,
                 max_new_tokens=self.config.rl.max_new_tokens, bf16_autocast=self.config.heldout.bf16_autocast,
+                env_config=run_env,
             )
             for name, items in self.held_out.items()
         }  # fmt: skip

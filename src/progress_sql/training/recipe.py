@@ -390,10 +390,12 @@ def rl_prompts(fmt: CompactFormat, candidates: Sequence[Example], limit: int | N
 
 
 def measure_sets(
-    model: Any, tokenizer: Any, fmt: CompactFormat, sets: Mapping[str, Sequence[Example]], turns: int
+    model: Any, tokenizer: Any, fmt: CompactFormat, sets: Mapping[str, Sequence[Example]], rl: RLSettings
 ) -> dict[str, SetMeasurement]:
-    """:func:`progress_sql.training.heldout.measure` on each held-out set."""
-    return {name: measure(model, tokenizer, fmt, examples, turns=turns) for name, examples in sets.items()}
+    """:func:`progress_sql.training.heldout.measure` on each held-out set, within the run's turn budget
+    and in the run's environment (its profile: ODT, feedback)."""
+    env = rl.env_config()
+    return {name: measure(model, tokenizer, fmt, items, turns=rl.turns, env_config=env) for name, items in sets.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,7 +514,7 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
     model, tokenizer, result.sft = warm_start(config, embedded.data, phase, embedded.pool.validation)
 
     advance = phase("EX before RL", 1)
-    result.before_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)
+    result.before_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl)
     result.before = {name: m.single for name, m in result.before_detail.items()}
     advance(1)
     prompts = rl_prompts(fmt, pool.prompts, config.rl_prompts)
@@ -543,7 +545,7 @@ def run_embedded(config: TrainConfig, phase: Phase) -> RunResult:
             result.compare_after = evaluate(runs[1][2], tokenizer, fmt, held_out)
             advance(1)
     advance = phase("EX after RL", 1)
-    result.after_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl.turns)
+    result.after_detail = measure_sets(model, tokenizer, fmt, held_out, config.rl)
     result.after = {name: m.single for name, m in result.after_detail.items()}
     advance(1)
     result.guard = _guard(result, sft_dir, out)
