@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "port-db": "Copy SQLite databases into PostgreSQL or DuckDB: types mapped and reported, every table verified.",
     "reward-bound": "Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at "
     "both ends, Delta <= 1), check that it falls strictly as k* grows, and save it as a plot.",
+    "serve-env": "Serve the refinement environment over HTTP in an environment standard's protocol.",
     "split": "Cut a dataset into schema-disjoint train / validation / test splits by database.",
     "rollout": "Roll out the multi-turn environment (ODT feedback, progressive reward) over a dataset.",
     "train": "Train with multi-turn RL and the progressive reward; with no options, the embedded CPU default. "

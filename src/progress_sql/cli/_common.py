@@ -56,14 +56,15 @@ ALGORITHMS = ("grpo", "gspo")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print an error that says what to fix on stderr and exit non-zero."""
-    stderr.print(f"[bold red]error:[/] {message}")
+    """Print an error that says what to fix on stderr and exit non-zero (``message`` is plain text:
+    brackets such as ``'.[trl]'`` are printed, not read as markup)."""
+    stderr.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    """Print a warning on stderr (the command goes on)."""
-    stderr.print(f"[yellow]warning:[/] {message}")
+    """Print a warning on stderr (the command goes on; ``message`` is plain text)."""
+    stderr.print(f"[yellow]warning:[/] {escape(message)}")
 
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> None:
