@@ -4,14 +4,15 @@ whose gold fails) and a real server over them."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from progress_sql.export.build import export_items
-from progress_sql.export.formats import build_rows, get_format, write_rows
+from progress_sql.export.formats import build_rows, get_format
+from progress_sql.integrations.hosted import close_pools
+from progress_sql.integrations.openenv.server import build_app
 from progress_sql.types import Example
 from tests.conftest import build_database
 from tests.with_openenv import serving
@@ -29,7 +30,7 @@ FAILING_GOLD_INDEX = 1
 #: The executor's limit per query on the test server: long enough that 31 short episodes on a loaded
 #: two-core machine end well inside it, short enough for a test.
 TIMEOUT_S = 10.0
-SETTINGS = {"timeout_s": TIMEOUT_S, "execution_workers": 8, "max_sessions": 40}
+SETTINGS = {"timeout_s": TIMEOUT_S, "max_turns": 3, "execution_workers": 8, "max_sessions": 40}
 
 
 @pytest.fixture(scope="session")
@@ -44,18 +45,16 @@ def rows_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = build_rows(export_items([("spider-train", e) for e in examples]), get_format("trl"))
     rows[FAILING_GOLD_INDEX]["gold_sql"] = "SELECT nme FROM nowhere"
     out = folder / "data" / "trl" / "train.jsonl"
-    write_rows(rows, out)
+    out.parent.mkdir(parents=True)
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return out
 
 
 @pytest.fixture(scope="module")
-def server(rows_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a real server over ``rows_file`` (uvicorn, as docs/openenv.md runs it)."""
-    port = serving.free_port()
-    command = [sys.executable, "-m", "uvicorn", "progress_sql.integrations.openenv.app:app",
-               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    variables = {"PROGRESS_SQL_OPENENV_ROWS": str(rows_file), "PROGRESS_SQL_OPENENV_SETTINGS": json.dumps(SETTINGS)}
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    process = serving.start(command, port=port, env=variables, cwd=serving.ROOT, log=log)
-    yield f"http://127.0.0.1:{port}"
-    serving.stop(process)
+def server(rows_file: Path) -> Iterator[str]:
+    """The base URL of a real server over ``rows_file``: OpenEnv's app (:func:`build_app`) run by uvicorn
+    in this process (a process of its own would import gradio again: minutes on a loaded machine;
+    test_docs.py runs the page's uvicorn command as a process)."""
+    with serving.in_process(build_app(rows_file, SETTINGS)) as url:
+        yield url
+    close_pools()

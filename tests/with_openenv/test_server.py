@@ -17,12 +17,12 @@ pytest.importorskip("openenv", reason="the OpenEnv tests need the [openenv] extr
 import requests
 from websockets.sync.client import connect
 
-from progress_sql.integrations.openenv import ProgressSQLEnv, SQLAction
+from progress_sql.integrations.openenv import ProgressSQLEnvClient, SQLAction
 from tests.with_openenv.conftest import ENDLESS, FAILING_GOLD_INDEX, RIGHT, TIMEOUT_S, WRONG
 
 
 def test_a_multi_turn_episode_with_odt_feedback_then_a_match(server: str) -> None:
-    with ProgressSQLEnv(base_url=server).sync() as env:
+    with ProgressSQLEnvClient(base_url=server).sync() as env:
         opening = env.reset(index=0)
         assert (opening.done, opening.reward) == (False, None)
         assert [m["role"] for m in opening.observation.messages] == ["system", "user"]
@@ -57,7 +57,7 @@ def test_a_multi_turn_episode_with_odt_feedback_then_a_match(server: str) -> Non
 
 
 def test_a_failing_gold_is_scored_zero_and_marked(server: str) -> None:
-    with ProgressSQLEnv(base_url=server).sync() as env:
+    with ProgressSQLEnvClient(base_url=server).sync() as env:
         opening = env.reset(index=FAILING_GOLD_INDEX)
         assert "nowhere" in opening.observation.episode["gold_error"]
         # the episode has no opening of its own: the model sees the exported prompt, so it can reply
@@ -69,7 +69,7 @@ def test_a_failing_gold_is_scored_zero_and_marked(server: str) -> None:
 
 
 def test_a_seed_chooses_the_same_row_and_a_new_reset_starts_over(server: str) -> None:
-    with ProgressSQLEnv(base_url=server).sync() as env:
+    with ProgressSQLEnvClient(base_url=server).sync() as env:
         first = env.reset(seed=7).observation.episode["index"]
         env.step(WRONG)
         again = env.reset(seed=7)
@@ -141,7 +141,7 @@ class Timed:
 
 
 async def play(server: str, replies: list[str]) -> Timed:
-    async with ProgressSQLEnv(base_url=server, message_timeout_s=TIMEOUT_S * 6) as env:
+    async with ProgressSQLEnvClient(base_url=server, message_timeout_s=TIMEOUT_S * 6) as env:
         started = time.monotonic()
         result = await env.reset(index=0)
         for reply in replies:

@@ -1,7 +1,7 @@
 """The client of the server: OpenEnv's ``EnvClient`` (openenv-core 0.3.0, openenv/core/env_client.py:54),
 one WebSocket session per client, async, or synchronous through ``.sync()``::
 
-    with ProgressSQLEnv(base_url="http://localhost:8001").sync() as env:
+    with ProgressSQLEnvClient(base_url="http://localhost:8001").sync() as env:
         result = env.reset(index=0)
         result = env.step(SQLAction(response="<think>...</think><sql>SELECT ...</sql>"))
 """
@@ -16,7 +16,7 @@ from openenv.core.env_client import EnvClient
 from progress_sql.integrations.openenv.models import SQLAction, SQLObservation, SQLState
 
 
-class ProgressSQLEnv(EnvClient[SQLAction, SQLObservation, SQLState]):  # type: ignore[misc]
+class ProgressSQLEnvClient(EnvClient[SQLAction, SQLObservation, SQLState]):  # type: ignore[misc]
     """``reset(index=..., seed=...)`` plays a row; ``step`` takes an :class:`SQLAction` (or the reply's
     text). Each result's observation carries the next messages, and its ``metadata`` the turn's record."""
 

@@ -15,7 +15,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from progress_sql import __version__
 from progress_sql.integrations.hosted import HostedEpisode, HostSettings
 from progress_sql.integrations.openenv.models import SQLAction, SQLObservation, SQLState
-from progress_sql.integrations.openenv.rows import Row, chosen_index
+from progress_sql.integrations.openenv.rows import ExportedRow, chosen_index
 
 #: The name the server reports (``GET /metadata``).
 ENVIRONMENT_NAME = "progress_sql"
@@ -27,7 +27,7 @@ RESET_KEYS = ("index",)
 class ServedRows:
     """What every session of one server plays: the exported rows and the episodes' settings."""
 
-    rows: tuple[Row, ...]
+    rows: tuple[ExportedRow, ...]
     settings: HostSettings
 
 

@@ -21,7 +21,7 @@ DEFAULT_ROW_FORMAT = "trl"
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class ExportedRow:
     """One exported row and the example its format's reader made of it."""
 
     example: Example
@@ -63,13 +63,13 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def read_rows(rows: Sequence[Mapping[str, Any]], row_format: str, *, where: str) -> tuple[Row, ...]:
+def read_rows(rows: Sequence[Mapping[str, Any]], row_format: str, *, where: str) -> tuple[ExportedRow, ...]:
     """Each row with its example, read by ``row_format``'s reader; an error names the row's number."""
     reader = get_format(row_format).example
     read = []
     for number, fields in enumerate(rows, start=1):
         try:
-            read.append(Row(reader(fields), fields))
+            read.append(ExportedRow(reader(fields), fields))
         except DatasetError as error:
             raise DatasetError(f"{where}, row {number}: {error} (is it a {row_format} row?)") from None
     if not read:
