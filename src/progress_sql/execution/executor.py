@@ -18,6 +18,13 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from progress_sql.data.introspect import readonly_uri
+from progress_sql.execution.printf_guard import (
+    PAST_DEADLINE,
+    GuardedConnection,
+    guard_printf,
+    guard_stopped,
+    start_statement,
+)
 from progress_sql.types import ExecResult, Row
 
 _MIB = 2**20
@@ -132,8 +139,9 @@ def open_readonly(
     if not path.is_file():
         raise sqlite3.OperationalError(f"database file not found: {path}")
     uri = readonly_uri(path)
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, factory=GuardedConnection)
     try:
+        guard_printf(conn, limits.max_value_bytes)
         conn.execute("PRAGMA query_only = ON")
         for pragma in pragmas:
             conn.execute(f"PRAGMA {pragma}")
@@ -255,6 +263,7 @@ def _run_on(
         return 0
 
     conn.text_factory = text_factory
+    start_statement(conn, deadline)
     conn.set_progress_handler(past_deadline, limits.progress_steps)
     rows: list[Row] = []
     columns: tuple[str, ...] = ()
@@ -280,8 +289,11 @@ def _run_on(
     except (sqlite3.Error, ValueError, OverflowError, MemoryError, UnicodeError, RecursionError) as error:
         elapsed = time.perf_counter() - start
         rows.clear()
-        if timed_out:
+        stopped = guard_stopped(conn, str(error))
+        if timed_out or stopped == PAST_DEADLINE:
             return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
+        if stopped is not None:  # a capped printf() refused its call: say why, not "function raised"
+            return ExecResult("error", error=stopped[:500], elapsed_s=elapsed)
         if isinstance(error, MemoryError):
             return ExecResult("error", error="out of memory", elapsed_s=elapsed)
         return ExecResult("error", error=error_message(error), elapsed_s=elapsed)

@@ -37,6 +37,13 @@ from progress_sql.execution.executor import (
     statement_gate,
 )
 from progress_sql.execution.jobs import WriteJob
+from progress_sql.execution.printf_guard import (
+    PAST_DEADLINE,
+    GuardedConnection,
+    guard_printf,
+    guard_stopped,
+    start_statement,
+)
 from progress_sql.types import ExecResult, WriteSpec, WriteStatement
 
 #: Files larger than this are copied into a temporary file instead of memory (the worker's memory cap).
@@ -143,8 +150,9 @@ class _DeadlinePassedError(Exception):
 def _copy(db_path: str, limits: ExecLimits, deadline: float, target: str) -> sqlite3.Connection:
     """A writable copy of ``db_path`` (opened read-only) at ``target`` (``:memory:`` or a file path)."""
     source = open_readonly(db_path, limits)
-    copy = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    copy = sqlite3.connect(target, isolation_level=None, check_same_thread=False, factory=GuardedConnection)
     try:
+        guard_printf(copy, limits.max_value_bytes)
 
         def check(_status: int, _remaining: int, _total: int) -> None:
             if time.monotonic() > deadline:
@@ -212,6 +220,7 @@ def _run_script(conn: sqlite3.Connection, job: WriteJob, deadline: float, start:
         return 0
 
     conn.set_authorizer(_write_authorizer(job.tables, job.statements))
+    start_statement(conn, deadline)
     conn.set_progress_handler(watchdog, limits.progress_steps)
     try:
         for statement in split_statements(job.sql):
@@ -226,10 +235,13 @@ def _run_script(conn: sqlite3.Connection, job: WriteJob, deadline: float, start:
                 raise sqlite3.OperationalError("row cap")
     except (sqlite3.Error, ValueError, OverflowError, MemoryError, RecursionError) as error:
         elapsed = time.perf_counter() - start
-        if stopped and stopped[0] == "timeout":
+        guarded = guard_stopped(conn, str(error))
+        if (stopped and stopped[0] == "timeout") or guarded == PAST_DEADLINE:
             return WriteResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
         if stopped:
             return WriteResult("error", error=f"the script changed more than {limits.max_rows} rows", elapsed_s=elapsed)
+        if guarded is not None:
+            return WriteResult("error", error=guarded[:500], elapsed_s=elapsed)
         if isinstance(error, MemoryError):
             return WriteResult("error", error="out of memory", elapsed_s=elapsed)
         message = str(error).strip() or type(error).__name__
