@@ -40,7 +40,7 @@ def rows_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = build_database("music.sql", folder / "database")
     examples = [
         Example(0, "Names of singers from France older than 40?", "music", str(db), GOLD),
-        Example(1, "Names of singers from France older than 40?", "music", str(db), GOLD),
+        Example(1, "Which singers from France are over 40?", "music", str(db), GOLD),
     ]
     rows = build_rows(export_items([("spider-train", e) for e in examples]), get_format("trl"))
     rows[FAILING_GOLD_INDEX]["gold_sql"] = "SELECT nme FROM nowhere"
