@@ -59,12 +59,12 @@ def test_every_env_config_field_from_plain_values(tmp_path: Path) -> None:
         {"max_turns": 3, "preset": "spider", "preset_options": {"keep_distinct": True}, "feedback": "tags+error",
          "schema_profile": "compact", "timeout_s": 1.5, "max_rows": 10, "preview_rows": 2, "reward": "sql-r1",
          "progressive": {"gamma": 0.8}, "odt": {"alpha": 0.6, "weights": {"select": 0.3}}, "suite": str(tmp_path),
-         "tasks": {"offer_ask": True, "guess_wrong": -2.0}, "prompt": "small"}
+         "tasks": {"offer_ask": True, "guess_wrong": -2.0}, "prompt": "small", "protocol": "probe"}
     )  # fmt: skip
     assert set(ENV_FIELDS) == {"max_turns", "preset", "preset_options", "feedback", "schema_profile", "timeout_s",
                                "max_rows", "preview_rows", "reward", "progressive", "odt", "suite",
-                               "backend_db", "tasks", "prompt"}  # fmt: skip
-    assert config.prompt == "small"
+                               "backend_db", "tasks", "prompt", "protocol"}  # fmt: skip
+    assert (config.prompt, config.protocol) == ("small", "probe")
     assert (config.tasks.offer_ask, config.tasks.guess_wrong) == (True, -2.0)
     assert (config.max_turns, config.preset, dict(config.preset_options)) == (3, "spider", {"keep_distinct": True})
     assert config.progressive == ProgressiveConfig(gamma=0.8)

@@ -16,6 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from progress_sql.cluster.connect import shard_workers
+from progress_sql.env.feedback import FEEDBACK_KINDS
+from progress_sql.env.protocols import PROTOCOLS
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
 from progress_sql.judge.compare import PRESETS
@@ -145,6 +147,23 @@ def preset_option(default: str | None = None) -> Any:
     """``--preset``: always the comparison semantics; ``None`` as default means the task's."""
     shown = "the task's" if default is None else default
     return typer.Option(default, "--preset", help=f"Comparison semantics: {', '.join(PRESETS)} (default: {shown}).")
+
+
+def feedback_option() -> Any:
+    """``--feedback KIND``: the feedback after a wrong answer (``env/feedback.py``); None: the profile's."""
+    return typer.Option(
+        None, "--feedback", help=f"Feedback after a wrong answer: {', '.join(FEEDBACK_KINDS)} (execution: the "
+        "database's observation only, no gold) (default: the profile's).",
+    )  # fmt: skip
+
+
+def protocol_option() -> Any:
+    """``--protocol NAME``: what a turn may be (``env/protocols.py``); None: ``answer``."""
+    return typer.Option(
+        None, "--protocol", help=f"Turn protocol: {', '.join(PROTOCOLS)}; probe and skyrl take <sql> probes and a "
+        "<solution> answer (skyrl: SkyRL-SQL's, with T = 5, reward skyrl-sql and preset bird unless given) "
+        "(default: answer).",
+    )  # fmt: skip
 
 
 def algorithm_option() -> Any:

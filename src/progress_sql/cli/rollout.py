@@ -13,7 +13,6 @@ from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
-from progress_sql.env.core import FEEDBACK_LEVELS
 from progress_sql.env.rollout import RolloutRequest, run_rollout
 from progress_sql.env.settings import env_config_from_options
 from progress_sql.judge.compare import PRESETS
@@ -44,7 +43,8 @@ def rollout_command(
     replay: Path | None = typer.Option(None, "--replay", help="replay: JSONL file of scripted responses."),
     profile: str = common.profile_option(),
     preset: str | None = _option("--preset", f"Comparison semantics: {', '.join(PRESETS)}."),
-    feedback: str | None = _option("--feedback", f"Feedback level: {', '.join(FEEDBACK_LEVELS)}."),
+    feedback: str | None = common.feedback_option(),
+    protocol: str | None = common.protocol_option(),
     reward: str | None = _option("--reward", "Reward name from the reward registry."),
     schema_profile: str | None = _option("--schema-profile", f"One of {', '.join(SCHEMA_PROFILES)}."),
     suite: Path | None = common.suite_option(),
@@ -64,7 +64,7 @@ def rollout_command(
     env = env_config_from_options(profile, {
         "max_turns": turns, "preset": preset, "feedback": feedback, "reward": reward, "schema_profile": schema_profile,
         "timeout_s": timeout, "suite": None if suite is None else str(suite), "backend_db": backend_db,
-        "tasks": TaskTermsConfig(offer_ask=True) if offer_ask else None,
+        "tasks": TaskTermsConfig(offer_ask=True) if offer_ask else None, "protocol": protocol,
     })  # fmt: skip
     common.backend_engine(backend_db)
     request = RolloutRequest(

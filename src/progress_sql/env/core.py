@@ -1,6 +1,8 @@
 """``SQLRefineEnv``: the policy writes SQL, the environment executes it, stops at the first match and
-otherwise answers with ODT feedback, for at most T turns (paper, section 4.1 and Algorithm 1). It
-keeps episode state only; the gold comes from a shared :class:`GoldStore` (docs/environment.md)."""
+otherwise answers with feedback (ODT tags by default; a kind of ``env/feedback.py``), for at most T
+turns (paper, section 4.1 and Algorithm 1). Under a probe protocol (``env/protocols.py``) a turn may
+also be a probe, run and observed but never judged. It keeps episode state only; the gold comes from a
+shared :class:`GoldStore` (docs/environment.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,26 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from progress_sql.data.ddl import SCHEMA_PROFILES, SchemaProfile
+from progress_sql.env.feedback import FeedbackInput, feedback_kind
+from progress_sql.env.protocols import (
+    NEITHER_ACTION,
+    PROBE_END,
+    PROBE_REVISION,
+    PROBE_START,
+    SKYRL_FORMAT_PROBLEM,
+    SOLUTION_END,
+    SOLUTION_START,
+    ProbeContext,
+    Protocol,
+    TurnAction,
+    get_protocol,
+    read_turn,
+    skyrl_format_ok,
+    solution_sql,
+)
 from progress_sql.env.records import TurnRecord, answers_trajectory
 from progress_sql.env.user import SimulatedUser, User
 from progress_sql.errors import ConfigError
@@ -22,17 +41,20 @@ from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import describe, get_preset
 from progress_sql.judge.gold import GoldStore, PreparedGold
 from progress_sql.odt import Diagnosis, OdtConfig, diagnose
-from progress_sql.odt.feedback import feedback_text
-from progress_sql.prompts import Message, PromptStyle, opening_messages, prompt_style, user_answer_prompt
+from progress_sql.prompts import (
+    Message,
+    PromptStyle,
+    opening_messages,
+    prompt_style,
+    revision_instruction,
+    user_answer_prompt,
+)
 from progress_sql.rewards.progressive import ProgressiveConfig, reward_range
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.rewards.tasks import ClarifyFacts, TaskTermsConfig, task_terms, with_terms
 from progress_sql.sql.extract import Extracted, extract
 from progress_sql.testsuite.manifest import suite_lookup
 from progress_sql.types import Closing, Example, ExecResult, RewardBreakdown, Trajectory, Turn, Verdict
-
-FeedbackLevel = Literal["tags", "tags+error", "tags+error+preview"]
-FEEDBACK_LEVELS: tuple[FeedbackLevel, ...] = ("tags", "tags+error", "tags+error+preview")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +64,8 @@ class EnvConfig:
     max_turns: int = 4
     preset: str = "strict"
     preset_options: Mapping[str, Any] = field(default_factory=dict)
-    feedback: FeedbackLevel = "tags"
+    #: The feedback kind after a wrong answer, by name (``env/feedback.py`` ``FEEDBACK_KINDS``).
+    feedback: str = "tags"
     schema_profile: SchemaProfile = "full"
     timeout_s: float = 10.0
     max_rows: int = 100_000
@@ -59,6 +82,9 @@ class EnvConfig:
     #: How the policy is asked and must answer (``progress_sql.prompts.PROMPT_STYLES``): the system
     #: prompt, the answer format the format check expects, the closing instruction of feedback turns.
     prompt: str = "paper"
+    #: What a turn may be (``env/protocols.py`` ``PROTOCOLS``): ``answer`` (every turn, the paper's loop),
+    #: ``probe`` or ``skyrl`` (exploratory ``<sql>`` probes and a ``<solution>`` answer).
+    protocol: str = "answer"
 
     def __post_init__(self) -> None:
         prompt_style(self.prompt)  # an unknown style fails here
@@ -79,8 +105,8 @@ class EnvConfig:
             raise ConfigError(f"EnvConfig.suite: test-suite folder not found: {self.suite}")
         if self.max_turns < 1:
             raise ConfigError(f"EnvConfig.max_turns must be >= 1, got {self.max_turns}")
-        if self.feedback not in FEEDBACK_LEVELS:
-            raise ConfigError(f"EnvConfig.feedback must be one of {', '.join(FEEDBACK_LEVELS)}, got {self.feedback!r}")
+        feedback_kind(self.feedback)  # an unknown kind fails here, listing the known ones
+        get_protocol(self.protocol)
         if self.schema_profile not in SCHEMA_PROFILES:
             raise ConfigError(
                 f"schema profile must be one of {', '.join(SCHEMA_PROFILES)}, got {self.schema_profile!r}"
@@ -232,6 +258,7 @@ class SQLRefineEnv(Closing):
         self._first_answer: tuple[bool, bool] | None = None  # (answered before asking about a slot, matched)
         self._checks_share: float | None = None
         self._last_result: ExecResult | None = None
+        self._transcript: list[str] = []  # the episode's responses and observations (SkyRL-SQL's format rule)
         #: Seconds spent per stage (gold, extract, execute, compare, odt, reward, feedback) since creation.
         self.stage_seconds: dict[str, float] = {}
 
@@ -249,11 +276,15 @@ class SQLRefineEnv(Closing):
         self._first_answer = None
         self._checks_share = None
         self._last_result = None
+        self._transcript = []
         details = self.store.details(example.db_path, self.config.schema_profile)
-        return opening_messages(
+        messages = opening_messages(
             example, details, db_engine=self.config.odt.db_engine, allow_ask=self.config.tasks.offer_ask,
             style=self._style,
         )  # fmt: skip
+        if self._protocol.system is not None:  # a probe protocol names its tags in its own system prompt
+            messages[0] = Message(role="system", content=self._protocol.system(self.config.odt.db_engine))
+        return messages
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
@@ -263,7 +294,11 @@ class SQLRefineEnv(Closing):
             raise RuntimeError("the episode is over: call reset() first")
         example, gold, store = self._example, self._gold, self.store
         clock = _StageClock(self.stage_seconds)
-        extracted = extract(response, reasoning=self._style.reasoning, ask=ask_offered(example, self.config))
+        protocol = self._protocol
+        action = read_turn(response) if protocol.probes else TurnAction("answer")
+        if action.kind == "probe" or (action.kind == "invalid" and protocol.invalid_is_action):
+            return self._probe(response, action)
+        extracted = self._read_answer(response, action)
         clock.lap("extract")
         if extracted.ask is not None:
             return self._ask(response, extracted)
@@ -292,13 +327,14 @@ class SQLRefineEnv(Closing):
         if self._first_answer is None:
             self._first_answer = (not any(slot is not None for slot in self._asks), match)
         self._turns.append(Turn(extracted.sql, extracted.format_ok, result.ok, match, diagnosis.f, response))
-        terminated = match
-        truncated = not match and turn_number >= self.config.max_turns
+        terminated = match or protocol.answer_ends_episode
+        truncated = not terminated and turn_number >= self.config.max_turns
         self._done = terminated or truncated
         breakdown = self._score() if self._done else None
         clock.lap("reward")
         observation = None if self._done else Message(role="user", content=self._feedback(diagnosis, result, verdict))
         clock.lap("feedback")
+        self._transcript += [response] if observation is None else [response, observation["content"]]
         info = TurnRecord(
             turn=turn_number,
             response=response,
@@ -320,6 +356,64 @@ class SQLRefineEnv(Closing):
             findings=diagnosis.findings,
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
+
+    def _read_answer(self, response: str, action: TurnAction) -> Extracted:
+        """The SQL and format verdict of an answer under the configured protocol."""
+        assert self._example is not None
+        protocol = self._protocol
+        if not protocol.probes:
+            return extract(response, reasoning=self._style.reasoning, ask=ask_offered(self._example, self.config))
+        if action.kind != "answer":
+            return Extracted(None, False, "none", NEITHER_ACTION)
+        if protocol.transcript_format:
+            format_ok = skyrl_format_ok("".join([*self._transcript, response]))
+            problem = None if format_ok else SKYRL_FORMAT_PROBLEM
+            return Extracted(solution_sql(response) or None, format_ok, "tags", problem)
+        # The answer rule of the answer protocol, read in the <solution> block.
+        retagged = response.replace(SOLUTION_START, PROBE_START).replace(SOLUTION_END, PROBE_END)
+        return extract(retagged, reasoning=self._style.reasoning)
+
+    def _probe(self, response: str, action: TurnAction) -> StepResult:
+        """A probe (or an invalid turn under a protocol that observes those): run under the executor's
+        limits and shown to the model, never judged; it uses a turn and is no attempt. A probe on the
+        last turn is not run: nobody would see its result."""
+        example = self._example
+        assert example is not None
+        self._turn_count += 1
+        self._last_result = None
+        truncated = self._turn_count >= self.config.max_turns
+        self._done = truncated
+        result = None
+        observation = None
+        if not truncated:
+            result = self.store.run_pred(example, action.sql) if action.sql is not None else None
+            observe = self._protocol.observe
+            assert observe is not None  # every probe protocol observes
+            seen = ProbeContext(result, action.sql, example.db_path, self.config.max_turns - self._turn_count,
+                                self.config.preview_rows)  # fmt: skip
+            observation = Message(role="user", content=observe(seen))
+        self._transcript += [response] if observation is None else [response, observation["content"]]
+        breakdown = self._score() if truncated else None
+        not_run = "no_sql" if action.sql is None else "not_run"
+        info = TurnRecord(
+            turn=self._turn_count,
+            response=response,
+            sql=action.sql,
+            format_ok=action.kind == "probe",
+            format_problem=None if action.kind == "probe" else NEITHER_ACTION,
+            exec_status=result.status if result is not None else not_run,
+            exec_error=None if result is None else result.error,
+            match=False,
+            verdict=action.kind,
+            f_struct=0.0,
+            f_lex=0.0,
+            f=0.0,
+            tags=(),
+            feedback=None if observation is None else observation["content"],
+            reward=breakdown,
+            action=action.kind,
+        )
+        return StepResult(observation, breakdown.total if breakdown else 0.0, False, truncated, info)
 
     def _ask(self, response: str, extracted: Extracted) -> StepResult:
         """A clarifying question: the user answers it; it uses a turn and answers nothing."""
@@ -379,26 +473,22 @@ class SQLRefineEnv(Closing):
 
     # -- internals -----------------------------------------------------------------------------
     def _feedback(self, diagnosis: Diagnosis, result: ExecResult, verdict: Verdict | None) -> str:
-        details = ""
-        level = self.config.feedback
-        if level != "tags" and self._example is not None and self._example.write is not None:
-            # A write's result has no rows to preview: the checks say how far it got.
-            details = (
-                result.error[:300] if result.status != "ok" and result.error else (verdict.reason if verdict else "")
-            )
-            details = f"The checks report: {details}." if details else ""
-        elif level != "tags" and result.status != "ok" and result.error:
-            details = f"The database reported: {result.error[:300]}"
-        elif level == "tags+error+preview" and result.ok:
-            rows = result.rows[: self.config.preview_rows]
-            preview = "; ".join("(" + ", ".join(repr(v)[:40] for v in row) + ")" for row in rows) or "no rows"
-            details = f"Your query returned {len(result.rows)} row(s); first rows: {preview}."
-        text = feedback_text(diagnosis.findings, diagnosis.status, self.config.odt, details)
-        return self._style.restyle(text, self.config.odt.db_engine)
+        write = self._example is not None and self._example.write is not None
+        given = FeedbackInput(diagnosis, result, verdict, write, self.config.odt, self.config.preview_rows)
+        text = feedback_kind(self.config.feedback).text(given)
+        engine = self.config.odt.db_engine
+        if self._protocol.probes:  # the closing instruction names the protocol's tags, not <sql>
+            paper = revision_instruction(engine)
+            return (text[: -len(paper)] if text.endswith(paper) else text + " ") + PROBE_REVISION
+        return self._style.restyle(text, engine)
 
     @property
     def _style(self) -> PromptStyle:
         return prompt_style(self.config.prompt)
+
+    @property
+    def _protocol(self) -> Protocol:
+        return get_protocol(self.config.protocol)
 
     def _score(self) -> RewardBreakdown:
         example = self._example

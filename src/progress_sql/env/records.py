@@ -43,7 +43,9 @@ class TurnRecord:
     feedback: str | None = None
     reward: RewardBreakdown | None = None
     #: ``sql`` (an answer) or ``ask`` (a clarifying question: ``question``, answered by the user with
-    #: ``feedback``; ``slot`` is the labelled slot it addressed, None when none was open).
+    #: ``feedback``; ``slot`` is the labelled slot it addressed, None when none was open); under a probe
+    #: protocol (``env/protocols.py``) also ``probe`` (exploratory SQL, observed, never judged) and
+    #: ``invalid`` (neither tag, where the protocol observes it as no attempt).
     action: str = "sql"
     question: str | None = None
     slot: str | None = None
@@ -94,6 +96,9 @@ class TurnRecord:
         )
 
 
+#: The actions that use a turn but are no answer: a reward never scores them (:func:`trajectory_of`).
+NOT_ANSWERS: frozenset[str] = frozenset({"ask", "probe", "invalid"})
+
 #: What a reward scores for an episode that ended without any answer (it only asked): one turn
 #: without SQL, as if the model had answered nothing (docs/tasks.md#an-episode-that-only-asks).
 NO_ANSWER_TURN = Turn(sql=None, format_ok=False, executable=False, match=False, f=0.0, response="")
@@ -114,8 +119,8 @@ def _finding(data: Any) -> Finding:
 
 def trajectory_of(records: Sequence[TurnRecord]) -> Trajectory:
     """The trajectory that a reward scores, from an episode's records in turn order: its answers (a
-    clarifying question is no answer; its terms are added by ``rewards/tasks.py``), or one turn
-    without an answer when every turn asked (the same as the environment scores)."""
+    clarifying question or a probe is no answer; a question's terms are added by ``rewards/tasks.py``),
+    or one turn without an answer when no turn answered (the same as the environment scores)."""
     if not records:
         return Trajectory(())
-    return answers_trajectory([record.as_turn() for record in records if record.action != "ask"])
+    return answers_trajectory([record.as_turn() for record in records if record.action not in NOT_ANSWERS])

@@ -256,6 +256,7 @@ def rollout_settings(request: RolloutRequest) -> dict[str, Any]:
         "turns": config.max_turns,
         "preset": config.preset,
         "feedback": config.feedback,
+        "protocol": config.protocol,
         "schema_profile": config.schema_profile,
         "suite": config.suite,
         "reward": {"name": spec.name, "version": spec.version, "config_hash": config.progressive.config_hash},

@@ -22,6 +22,7 @@ from dataclasses import fields
 from typing import Any
 
 from progress_sql.env.core import EnvConfig
+from progress_sql.env.protocols import get_protocol
 from progress_sql.errors import ConfigError
 from progress_sql.odt import OdtConfig
 from progress_sql.odt.config import FeatureWeights
@@ -83,7 +84,15 @@ def env_config_from_options(profile: str, options: Mapping[str, Any]) -> EnvConf
     :class:`EnvConfig` field; None: not given, the profile's value stays) on top. Every command with
     ``--profile`` builds its environment here.
 
+    A protocol named there (``env/protocols.py``) brings its defaults beneath the options given:
+
+    >>> config = env_config_from_options("progress-sql", {"protocol": "skyrl", "preset": None})
+    >>> config.max_turns, config.reward, config.preset
+    (5, 'skyrl-sql', 'bird')
+
     >>> env_config_from_options("paper", {"schema_profile": None, "max_turns": 2}).schema_profile
     'ddl'
     """
-    return env_config_from_profile(profile, {key: value for key, value in options.items() if value is not None})
+    given = {key: value for key, value in options.items() if value is not None}
+    defaults = get_protocol(given["protocol"]).defaults if "protocol" in given else {}
+    return env_config_from_profile(profile, dict(defaults) | given)

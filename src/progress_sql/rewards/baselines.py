@@ -39,6 +39,15 @@ def one_shot(trajectory: Trajectory, context: RewardContext) -> RewardBreakdown:
     )
 
 
+def skyrl_sql(trajectory: Trajectory, context: RewardContext) -> RewardBreakdown:
+    """SkyRL-SQL (skyrl-gym 0.4.0's ``text2sql``): -1 when the final answer breaks the format (the
+    environment's verdict over the whole episode under the ``skyrl`` protocol, or no answer at all),
+    1 when it matches, else 0."""
+    turn = _final(trajectory)
+    value = -1.0 if turn is None or not turn.format_ok else 1.0 if turn.match else 0.0
+    return _breakdown("skyrl-sql-v1", (("outcome", value),))
+
+
 def arctic(trajectory: Trajectory, context: RewardContext) -> RewardBreakdown:
     """Arctic-Text2SQL-R1: 1 if the result matches, else 0.1 if the SQL executes, else 0."""
     turn = _final(trajectory)

@@ -4,7 +4,7 @@
 adapter score a trajectory.
 
 >>> sorted(REWARDS)
-['arctic', 'one-shot', 'progressive', 'progressive-paper', 'reasoning-sql', 'sql-r1']
+['arctic', 'one-shot', 'progressive', 'progressive-paper', 'reasoning-sql', 'skyrl-sql', 'sql-r1']
 >>> get_reward("progressive").value_range
 (-0.6, 3.5)
 >>> from progress_sql.types import Trajectory, Turn
@@ -81,6 +81,8 @@ REWARDS: Mapping[str, RewardSpec] = {
                    "Arctic-Text2SQL-R1: 1 correct / 0.1 executable / 0"),
         RewardSpec("sql-r1", "sql-r1-v1", (-6.0, 7.5), False, baselines.sql_r1,
                    "SQL-R1: format +-1, execution +-2, result +-3, length bonus <= 1.5 on a match"),
+        RewardSpec("skyrl-sql", "skyrl-sql-v1", (-1.0, 1.0), False, baselines.skyrl_sql,
+                   "SkyRL-SQL: -1 format broken (its rule over the episode under the skyrl protocol) / 1 correct / 0"),
         RewardSpec("reasoning-sql", "reasoning-sql-v1", (0.0, 2.0), False, baselines.reasoning_sql,
                    "Reasoning-SQL-style partial rewards: execution, schema linking, 2-grams, syntax, format"),
     )
