@@ -4,13 +4,14 @@ from a real SQLite database and converted to NeMo Gym rows; NeMo Gym's own ``Ser
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ import pytest
 import requests
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseOutputMessage, NeMoGymResponseOutputText
-from nemo_gym.server_utils import ServerClient
+from nemo_gym.server_utils import (
+    GlobalAIOHTTPAsyncClientConfig,
+    ServerClient,
+    get_global_aiohttp_client,
+    global_aiohttp_client_exit,
+    is_global_aiohttp_client_setup,
+    set_global_aiohttp_client,
+)
 from omegaconf import OmegaConf
 
 from progress_sql.export.build import export_items, write_export
@@ -48,10 +56,12 @@ def free_port() -> int:
 
 
 def src_environment() -> dict[str, str]:
-    """The side environment runs progress-sql from src/ (it is not installed there)."""
+    """The side environment runs progress-sql from src/ (it is not installed there); its ``python``
+    first on PATH, as for a user who activated it."""
     path = os.pathsep.join(filter(None, [str(REPO_ROOT / "src"), str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     environment = {k: v for k, v in os.environ.items() if not k.startswith("NEMO_GYM_")}
-    return {**environment, "PYTHONPATH": path}
+    binaries = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**environment, "PYTHONPATH": path, "PATH": binaries}
 
 
 def wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 90.0) -> None:
@@ -106,6 +116,10 @@ class Served:
     url: str
     client: ServerClient
     rows: list[dict[str, Any]]  # the NeMo Gym rows: music (verified), then a row whose database is gone
+    loop: asyncio.AbstractEventLoop  # NeMo Gym's one aiohttp client lives on one loop
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return self.loop.run_until_complete(coroutine)
 
     async def post(self, path: str, body: dict[str, Any], **kwargs: Any) -> tuple[int, Any, Any]:
         response = await self.client.post(server_name=INSTANCE_NAME, url_path=path, json=body, **kwargs)
@@ -146,11 +160,21 @@ def served(exported: tuple[Path, Path]) -> Iterator[Served]:
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+    loop = asyncio.new_event_loop()
     try:
         wait_until_up(url, process)
         config = OmegaConf.create(launch_config(rows_file, host="127.0.0.1", port=port, settings=SETTINGS))
         head = BaseServerConfig.model_validate(OmegaConf.to_container(config.head_server))
         client = ServerClient(head_server_config=head, global_config_dict=config)
-        yield Served(url, client, load_rows(converted))
+
+        async def open_client() -> None:  # what a Gym process does first, from its (default) config
+            set_global_aiohttp_client(GlobalAIOHTTPAsyncClientConfig())
+
+        loop.run_until_complete(open_client())
+        yield Served(url, client, load_rows(converted), loop)
     finally:
         stop(process)
+        if is_global_aiohttp_client_setup():
+            loop.run_until_complete(get_global_aiohttp_client().close())  # on the loop it was opened on
+        global_aiohttp_client_exit()
+        loop.close()

@@ -13,7 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nemo_gym.config_types import DatasetConfig
 from omegaconf import OmegaConf
+from responses_api_agents.gymnasium_agent.app import GymnasiumAgentConfig
 
 from progress_sql.integrations.nemo_gym.server import ProgressSQLResourcesServerConfig
 from tests.conftest import build_database
@@ -34,7 +36,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder with ``data/spider`` in Spider's layout (the music database and its questions)."""
     spider = tmp_path / "data" / "spider"
     build_database("music.sql", spider / "database")
-    shutil.copy(REPO_ROOT / "tests" / "fixtures" / "music_questions.json", spider / "dev.json")
+    shutil.copy(REPO_ROOT / "tests" / "fixtures" / "music_questions.json", spider / "train_spider.json")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -50,7 +52,7 @@ def test_the_pages_commands_export_serve_and_score(workdir: Path) -> None:
     assert "side_venv.sh nemo_gym" in install.code
     done = bash(rows.code, workdir)
     assert done.returncode == 0, done.stderr + done.stdout
-    converted = [json.loads(line) for line in (workdir / "data/nemo_gym/dev.jsonl").read_text().splitlines()]
+    converted = [json.loads(line) for line in (workdir / "data/nemo_gym/train.jsonl").read_text().splitlines()]
     assert converted
     assert {row["agent_ref"]["name"] for row in converted} == {"progress_sql_simple_agent"}
     assert all(row["responses_create_params"]["input"][0]["role"] == "system" for row in converted)
@@ -89,5 +91,10 @@ def test_the_launchers_app_and_config_name_our_server() -> None:
     )
     assert (checked.profile, checked.env_config) == ("progress-sql", {"max_turns": 3, "timeout_s": 5})
     agent = parsed["progress_sql_gymnasium_agent"]["responses_api_agents"]["gymnasium_agent"]
-    assert agent["resources_server"]["name"] == "progress_sql_resources_server"
-    assert agent["max_steps"] >= checked.env_config["max_turns"]
+    agent_config = GymnasiumAgentConfig.model_validate(
+        {**agent, "host": "127.0.0.1", "port": 2, "name": "progress_sql_gymnasium_agent"}
+    )
+    assert agent_config.resources_server.name == "progress_sql_resources_server"
+    assert agent_config.max_steps >= checked.env_config["max_turns"]
+    (dataset,) = (DatasetConfig.model_validate(d) for d in agent["datasets"])  # the launcher's dataset entry
+    assert (dataset.type, dataset.jsonl_fpath) == ("train", "data/nemo_gym/train.jsonl")

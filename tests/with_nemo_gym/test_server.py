@@ -21,12 +21,8 @@ def verify_body(row: dict[str, Any], text: str, **changes: Any) -> dict[str, Any
     return {**row, "response": model_response(text), **changes}
 
 
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 def test_a_match_scores_the_episode_reward(served: Served) -> None:
-    status, body, _ = run(served.post("/verify", verify_body(served.rows[0], RIGHT)))
+    status, body, _ = served.run(served.post("/verify", verify_body(served.rows[0], RIGHT)))
     assert status == 200, body
     assert body["match"] is True
     assert body["exec_status"] == "ok"
@@ -40,12 +36,15 @@ def test_a_match_scores_the_episode_reward(served: Served) -> None:
 
 
 def test_a_wrong_answer_scores_less_with_the_odt_findings(served: Served) -> None:
-    (_, right, _), (status, wrong, _) = run(
-        asyncio.gather(
-            served.post("/verify", verify_body(served.rows[0], RIGHT)),
-            served.post("/verify", verify_body(served.rows[0], WRONG)),
+    async def both() -> list[tuple[int, Any, Any]]:
+        return list(
+            await asyncio.gather(
+                served.post("/verify", verify_body(served.rows[0], RIGHT)),
+                served.post("/verify", verify_body(served.rows[0], WRONG)),
+            )
         )
-    )
+
+    (_, right, _), (status, wrong, _) = served.run(both())
     assert status == 200, wrong
     assert (wrong["match"], wrong["exec_status"]) == (False, "ok")
     assert wrong["reward"] < right["reward"]
@@ -58,7 +57,7 @@ def test_a_wrong_answer_scores_less_with_the_odt_findings(served: Served) -> Non
 
 def test_a_failing_gold_is_scored_zero_and_masked(served: Served) -> None:
     row = {**served.rows[0], "gold_sql": "SELECT nme FROM nowhere"}
-    status, body, _ = run(served.post("/verify", verify_body(row, RIGHT)))
+    status, body, _ = served.run(served.post("/verify", verify_body(row, RIGHT)))
     assert status == 200, body
     assert (body["reward"], body["match"]) == (0.0, False)
     assert body["mask_sample"] is True
@@ -68,7 +67,7 @@ def test_a_failing_gold_is_scored_zero_and_masked(served: Served) -> None:
 
 
 def test_a_missing_database_is_scored_zero_and_masked(served: Served) -> None:
-    status, body, _ = run(served.post("/verify", verify_body(served.rows[1], "<sql>SELECT 1</sql>")))
+    status, body, _ = served.run(served.post("/verify", verify_body(served.rows[1], "<sql>SELECT 1</sql>")))
     assert status == 200, body
     assert (body["reward"], body["mask_sample"]) == (0.0, True)
     assert body["failure_kind"] == "progress_sql:database_error"
@@ -77,10 +76,10 @@ def test_a_missing_database_is_scored_zero_and_masked(served: Served) -> None:
 
 def test_a_row_without_its_gold_gets_fastapis_validation_error(served: Served) -> None:
     row = {k: v for k, v in served.rows[0].items() if k != "gold_sql"}
-    status, body, _ = run(served.post("/verify", verify_body(row, RIGHT)))
+    status, body, _ = served.run(served.post("/verify", verify_body(row, RIGHT)))
     assert status == 422
     assert [(e["type"], e["loc"]) for e in body["detail"]] == [("missing", ["body", "gold_sql"])]
-    status, body, _ = run(served.post("/verify", {"response": model_response(RIGHT)}))
+    status, body, _ = served.run(served.post("/verify", {"response": model_response(RIGHT)}))
     assert status == 422
     assert {tuple(e["loc"]) for e in body["detail"]} >= {("body", REQUEST_FIELD), ("body", "gold_sql")}
 
@@ -101,7 +100,7 @@ def test_a_multi_turn_episode_gets_odt_feedback_then_ends_on_a_match(served: Ser
         steps.append((status, after))
         return steps
 
-    (_, reset), (s1, first), (s2, second), (s3, after) = run(episode())
+    (_, reset), (s1, first), (s2, second), (s3, after) = served.run(episode())
     assert reset["observation"] is None  # the row's prompt is the environment's opening
     assert reset["info"] == {"db_id": "music", "max_turns": 3, "gold_error": "", "database_error": ""}
     assert (s1, first["terminated"], first["truncated"], first["reward"]) == (200, False, False, 0.0)
@@ -124,7 +123,7 @@ def test_the_turn_budget_truncates_an_episode_without_a_match(served: Served) ->
         session = {key: morsel.value for key, morsel in cookies.items()}
         return [(await served.post("/step", verify_body(served.rows[0], WRONG), cookies=session))[1] for _ in range(3)]
 
-    steps = run(episode())
+    steps = served.run(episode())
     assert [(s["terminated"], s["truncated"]) for s in steps] == [(False, False), (False, False), (False, True)]
     assert steps[-1]["info"]["episode"]["match"] is False
 
@@ -142,9 +141,9 @@ def test_32_verifies_at_once_are_not_held_up_by_an_endless_query(served: Served)
         texts = [ENDLESS] + [RIGHT if i % 2 else WRONG for i in range(31)]
         return list(await asyncio.gather(*(timed(text) for text in texts)))
 
-    run(served.post("/verify", verify_body(served.rows[0], RIGHT)))  # the gold cached, a worker started
+    served.run(served.post("/verify", verify_body(served.rows[0], RIGHT)))  # the gold cached, a worker started
     start = time.monotonic()
-    results = run(burst())
+    results = served.run(burst())
     (endless_done, endless), others = results[0], results[1:]
     assert endless["exec_status"] == "timeout"
     assert endless["reward"] == pytest.approx(endless["turn"]["reward"]["total"])
