@@ -73,7 +73,7 @@ def test_feedback_then_a_match_is_a_multi_turn_episode(run: list[dict[str, Any]]
     assert follow_up
     assert follow_up[0][-1] == {"role": "user", "content": first["feedback"]}
     assert summary["done"]
-    assert france["ok"]
+    assert france["ok"], (france["stop_condition"], [e["message"] for e in france["errors"]])
     reward = france["rewards"]["progress_reward"]
     assert reward["weight"] == 1.0
     assert reward["score"] == pytest.approx(second["reward"]["total"])

@@ -23,10 +23,12 @@ T = TypeVar("T")
 
 
 class ProgressSQLEnvConfig(vf.EnvConfig):  # type: ignore[misc]
-    """``--env.*``: the one seat, ``agent``, plays through verifiers' tool-less chat harness (``null``);
-    the episode's own turn budget (``--env.taskset.settings``) ends the exchange."""
+    """``--env.*``: the one seat, ``agent``, plays through verifiers' tool-less chat harness (``null``)
+    run as a local process (``subprocess``: the chat program runs no model code, so it needs no
+    sandbox; verifiers' default is a Prime sandbox); the episode's own turn budget
+    (``--env.taskset.settings``) ends the exchange."""
 
-    agent: vf.AgentConfig = vf.AgentConfig(harness={"id": "null"})
+    agent: vf.AgentConfig = vf.AgentConfig(harness={"id": "null"}, runtime={"type": "subprocess"})
 
 
 class ProgressSQLEnv(vf.Env[ProgressSQLEnvConfig]):  # type: ignore[misc]

@@ -24,9 +24,10 @@ DEFAULT_FORMAT = "trl"
 class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     """``--env.taskset.*``: the exported rows and the environment's settings."""
 
-    rows: Path
+    rows: Path | None = None
     """A file of ``progress-sql export`` rows: ``.jsonl`` (``--format trl``) or ``.parquet``
-    (``--format skyrl`` / ``verl``, read with pyarrow)."""
+    (``--format skyrl`` / ``verl``, read with pyarrow). Needed where tasks are loaded (``vf-eval``, a
+    trainer's client), not by an env server, which gets each task whole."""
     format: str = DEFAULT_FORMAT
     """The export format of ``rows`` (trl, skyrl or verl)."""
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -42,8 +43,7 @@ class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
 
     @model_validator(mode="after")
     def _check(self) -> ProgressSQLTasksetConfig:
-        if not self.rows.is_file():
-            raise ValueError(f"rows: no file {self.rows} (write it with progress-sql export --format {self.format})")
+        # The rows file is read by load() alone: an env server gets each task whole and needs none.
         self.host_settings()  # unknown keys and bad values fail before the first episode
         return self
 
@@ -66,14 +66,15 @@ class ProgressSQLData(vf.TaskData):  # type: ignore[misc]
 class ProgressSQLTask(vf.Task[ProgressSQLData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
     """One refinement episode of one row. The rubric reads the summary the environment leaves on the
     trace: the episode's reward (weight 1, the trace's reward) and metrics that are recorded, not summed
-    (match, k*, turns, asks, unscored, format, F and each reward component)."""
+    (match, k*, turns, asks, unscored, format, F and each reward component). verifiers awaits them
+    (``asyncio.gather``), so they are coroutines."""
 
     @vf.reward(weight=1.0)  # type: ignore[untyped-decorator]
-    def progress_reward(self, trace: Any) -> float:
+    async def progress_reward(self, trace: Any) -> float:
         return summary_reward(trace.info.get(INFO_KEY))
 
     @vf.metric  # type: ignore[untyped-decorator]
-    def episode(self, trace: Any) -> dict[str, float]:
+    async def episode(self, trace: Any) -> dict[str, float]:
         return summary_metrics(trace.info.get(INFO_KEY))
 
 
@@ -90,6 +91,8 @@ def opening(row: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
 
 def read_rows(path: Path, fmt: str) -> list[dict[str, Any]]:
     """The rows of an export file (JSON Lines, or parquet through pyarrow)."""
+    if not path.is_file():
+        raise DatasetError(f"no rows file {path} (write it with progress-sql export --format {fmt})")
     if path.suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -127,5 +130,7 @@ class ProgressSQLTaskset(vf.Taskset[ProgressSQLTask, ProgressSQLTasksetConfig]):
     """The exported rows as tasks, in file order (``--select.*`` picks and shuffles them)."""
 
     def load(self) -> Iterator[ProgressSQLTask]:
+        if self.config.rows is None:
+            raise DatasetError("no rows to play: set --env.taskset.rows to a file of progress-sql export")
         for row in read_rows(self.config.rows, self.config.format):
             yield row_task(row, self.config.format, self.config.task)
