@@ -1,6 +1,9 @@
 """The run folder every command with ``--out DIR`` leaves: ``summary.json`` (typed: settings, versions,
-results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types`` and
-``errors`` from the package, so any layer may write a run folder."""
+results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It imports only ``types``,
+``errors`` and ``jsonio`` from the package, so any layer may write a run folder.
+
+Every file is written atomically (a temporary file renamed into place) and ``summary.json`` last, after
+removing the one a previous run left: a present summary means a complete run."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from progress_sql.errors import ConfigError
+from progress_sql import jsonio
+from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.types import plain
 
 SUMMARY_FILE = "summary.json"
@@ -19,7 +23,7 @@ RECORDS_FILE = "samples.jsonl"
 REPORT_FILE = "report.md"
 #: A training run's episode log (``rl/``, one line per scored episode).
 ROLLOUTS_FILE = "rollouts.jsonl"
-#: The three files of every run folder, in the order they are written.
+#: The three files of every run folder (written records, report, then the summary).
 RUN_FILES: tuple[str, str, str] = (SUMMARY_FILE, RECORDS_FILE, REPORT_FILE)
 
 
@@ -77,9 +81,9 @@ class RunSummary:
 
 
 def write_json(path: Path, data: Any) -> Path:
-    """Write pretty JSON (UTF-8, trailing newline); returns ``path``."""
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    """Write pretty JSON (UTF-8, trailing newline; any string, :func:`progress_sql.jsonio.dumps`)
+    atomically; returns ``path``."""
+    return jsonio.write_atomic(path, (jsonio.dumps(data),))
 
 
 def prepared_folder(path: Path) -> RunFolder:
@@ -102,11 +106,9 @@ def writing_results(path: Path) -> Iterator[None]:
 
 
 def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
-    """One JSON line per record (UTF-8; as :func:`progress_sql.types.plain` gives it); returns ``path``."""
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
-    return path
+    """One JSON line per record (UTF-8; as :func:`progress_sql.types.plain` gives it, any string:
+    :func:`progress_sql.jsonio.dumps_line`) atomically; returns ``path``."""
+    return jsonio.write_atomic(path, (jsonio.dumps_line(plain(record)) + "\n" for record in records))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,21 +146,31 @@ class RunFolder:
 
     def write_report(self, markdown: str) -> Path:
         self.create()
-        text = markdown if markdown.endswith("\n") else markdown + "\n"
-        self.report_path.write_text(text, encoding="utf-8")
-        return self.report_path
+        text = jsonio.escape_surrogates(markdown if markdown.endswith("\n") else markdown + "\n")
+        return jsonio.write_atomic(self.report_path, (text,))
 
     def write(self, summary: Summary, records: Iterable[Any], report: str) -> tuple[Path, Path, Path]:
-        """All three files; returns their paths in :data:`RUN_FILES` order."""
-        return self.write_summary(summary), self.write_records(records), self.write_report(report)
+        """All three files, the summary last (an old one removed first); returns their paths in
+        :data:`RUN_FILES` order."""
+        self.create()
+        self.summary_path.unlink(missing_ok=True)
+        records_path, report_path = self.write_records(records), self.write_report(report)
+        return self.write_summary(summary), records_path, report_path
 
     def read_summary(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.summary_path.read_text(encoding="utf-8"))
+        """``summary.json`` (DatasetError: unreadable or not JSON; FileNotFoundError: absent)."""
+        if not self.summary_path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(self.summary_path))
+        data = jsonio.read_json(self.summary_path, "summary")
+        if not isinstance(data, dict):
+            raise DatasetError(f"{self.summary_path}: not a JSON object")
         return data
 
     def read_records(self) -> list[dict[str, Any]]:
-        lines = self.records_path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        """``samples.jsonl`` (DatasetError: unreadable or not JSON Lines; FileNotFoundError: absent)."""
+        if not self.records_path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(self.records_path))
+        return jsonio.read_json_lines(self.records_path, "records", objects=True)
 
 
 def _cell(value: Any) -> str:

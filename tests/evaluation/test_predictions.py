@@ -24,7 +24,7 @@ def test_jsonl_records_and_sample_lists_load_in_dataset_order(tmp_path: Path) ->
 def test_a_line_that_is_not_json_is_named(loader: object, tmp_path: Path) -> None:
     bad = tmp_path / "pred.jsonl"
     bad.write_text('{"index": 0, "sql": "SELECT 1"}\nnot json\n')
-    with pytest.raises(DatasetError, match=r"pred\.jsonl: line 2: not JSON"):
+    with pytest.raises(DatasetError, match=r"pred\.jsonl: line 2: not valid JSON"):
         loader(bad, 2)  # type: ignore[operator]
 
 

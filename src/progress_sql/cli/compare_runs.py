@@ -3,13 +3,13 @@ accuracies, the examples whose verdict changed); docs/evaluation.md#comparing-ru
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from progress_sql.cli._common import add_command, json_option, stdout, table
+from progress_sql.jsonio import dumps, escape_surrogates
 from progress_sql.runs.compare import HEADLINE, compare
 
 
@@ -26,7 +26,7 @@ def compare_runs_command(
     """Two evaluation runs side by side, with the examples whose verdict changed."""
     result = compare(a, b)
     if as_json:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        typer.echo(dumps(result).rstrip("\n"))  # a lone surrogate a model wrote: escaped
         return
     if not result["same_task"] or not result["same_preset"]:
         stdout.print("[yellow]warning:[/] the runs differ in task or preset; differences mix both effects")
@@ -44,8 +44,10 @@ def compare_runs_command(
     stdout.print(f"changed examples: {result['fixed']} fixed (wrong in A, right in B), {result['broken']} broken")
     for item in result["changed"][:show]:
         stdout.print(
-            f"  #{item['index']} {item['db_id']} [{item['level']}] {item['change']}: "
-            f"A {item['a']['verdict']}: {item['a']['sql']}\n      B {item['b']['verdict']}: {item['b']['sql']}",
+            escape_surrogates(  # a lone surrogate a model wrote cannot reach a UTF-8 terminal
+                f"  #{item['index']} {item['db_id']} [{item['level']}] {item['change']}: "
+                f"A {item['a']['verdict']}: {item['a']['sql']}\n      B {item['b']['verdict']}: {item['b']['sql']}"
+            ),
             markup=False,
         )
 

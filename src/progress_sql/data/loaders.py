@@ -3,13 +3,13 @@ formats: docs/data.md#loaders. A missing database file is not an error here: cal
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from progress_sql.data.taskfile import ambiguity_from, write_spec_from
 from progress_sql.errors import DatasetError
+from progress_sql.jsonio import read_json, read_json_lines
 from progress_sql.types import Example
 
 
@@ -19,17 +19,7 @@ def database_path(db_root: str | Path, db_id: str) -> Path:
 
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = (
-            [json.loads(line) for line in text.splitlines() if line.strip()]
-            if path.suffix == ".jsonl"
-            else json.loads(text)
-        )
-    except FileNotFoundError:
-        raise DatasetError(f"questions file not found: {path}") from None
-    except (OSError, ValueError) as error:
-        raise DatasetError(f"cannot read {path} as JSON: {error}") from None
+    data = read_json_lines(path, "questions file") if path.suffix == ".jsonl" else read_json(path, "questions file")
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise DatasetError(f"{path}: expected a JSON list of objects")
     return data

@@ -13,11 +13,11 @@ True
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 from progress_sql.errors import DatasetError
+from progress_sql.jsonio import dumps, parse
 from progress_sql.types import AmbiguitySlot, Row, WriteCheck, WriteSpec, WriteStatement
 
 _STATEMENTS: tuple[str, ...] = get_args(WriteStatement)
@@ -111,17 +111,14 @@ def task_json(write: WriteSpec | None, ambiguity: Sequence[AmbiguitySlot]) -> st
         data["write"] = write_spec_data(write)
     if ambiguity:
         data["ambiguity"] = ambiguity_data(ambiguity)
-    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+    return dumps(data, indent=None, sort_keys=True).rstrip("\n")
 
 
 def task_from_json(text: str, where: str = "task_spec") -> tuple[WriteSpec | None, tuple[AmbiguitySlot, ...]]:
     """The task fields :func:`task_json` wrote."""
     if not text:
         return None, ()
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise DatasetError(f"{where}: not JSON: {error}") from None
+    data = parse(text, where)
     if not isinstance(data, Mapping):
         raise DatasetError(f"{where}: expected a JSON object")
     write = write_spec_from(data["write"], f"{where}.write") if "write" in data else None

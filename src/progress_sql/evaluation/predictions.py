@@ -12,7 +12,6 @@ given in the file must be the example's.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from progress_sql.errors import DatasetError
+from progress_sql.jsonio import JsonTextError, decode_at, dumps, dumps_line, read_text
 from progress_sql.registry import lookup
 
 #: Fields that may hold the SQL of a JSON record (the first string one is taken).
@@ -30,7 +30,6 @@ BIRD_SEPARATOR = "\t----- bird -----\t"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # universal newlines, as the official evaluators' open() reads
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _BIRD_OBJECT_START = re.compile(r'\s*\{\s*(?:"\d+"\s*:|\})')
-_DECODER = json.JSONDecoder()
 _MISMATCHES_SHOWN = 5
 
 
@@ -178,9 +177,9 @@ def _skip_space(text: str, offset: int) -> int:
 
 def _decode(source: _Source, offset: int) -> tuple[Any, int]:
     try:
-        return _DECODER.raw_decode(source.text, offset)
-    except json.JSONDecodeError as error:
-        raise source.error(error.lineno, f"not valid JSON: {error.msg}") from None
+        return decode_at(source.text, offset)
+    except JsonTextError as error:
+        raise source.error(source.line_of(error.position), error.reason) from None
 
 
 def _members(source: _Source, opening: str) -> Iterator[tuple[int, str | None, Any]]:
@@ -287,7 +286,7 @@ def _write_bird(samples: Sequence[Sequence[str]], db_ids: Sequence[str]) -> str:
     if any(len(s) != 1 for s in samples):
         raise ValueError("format bird-json holds one SQL per example")
     data = {str(i): f"{s[0]}{BIRD_SEPARATOR}{db}" for i, (s, db) in enumerate(zip(samples, db_ids, strict=True))}
-    return json.dumps(data, indent=4, ensure_ascii=False) + "\n"
+    return dumps(data, indent=4)
 
 
 def _detect_json_list(source: _Source) -> bool:
@@ -302,14 +301,14 @@ def _read_json_list(source: _Source) -> list[_Placed]:
 
 def _write_json_list(samples: Sequence[Sequence[str]], db_ids: Sequence[str]) -> str:
     items = [s[0] if len(s) == 1 else list(s) for s in samples]
-    return json.dumps(items, indent=1, ensure_ascii=False) + "\n"
+    return dumps(items, indent=1)
 
 
 def _first_line_is_object(source: _Source) -> bool:
     line = next((line for line in source.lines() if line.strip()), "")
     try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:
+        return isinstance(decode_at(line, len(line) - len(line.lstrip()))[0], dict)
+    except JsonTextError:
         return False
 
 
@@ -320,10 +319,13 @@ def _read_jsonl(source: _Source) -> list[_Placed]:
     for number, line in enumerate(source.lines(), start=1):
         if not line.strip():
             continue
+        start = len(line) - len(line.lstrip())
         try:
-            value = json.loads(line)
-        except ValueError as error:
-            raise source.error(number, f"not JSON: {error}") from None
+            value, end = decode_at(line, start)
+        except JsonTextError as error:
+            raise source.error(number, error.reason) from None
+        if line[end:].strip():
+            raise source.error(number, "text after the end of the JSON value")
         if not isinstance(value, dict):
             raise source.error(number, "not a JSON object")
         placed.append(_record(source, number, value))
@@ -334,7 +336,7 @@ def _write_jsonl(samples: Sequence[Sequence[str]], db_ids: Sequence[str]) -> str
     lines = []
     for index, (items, db_id) in enumerate(zip(samples, db_ids, strict=True)):
         body: dict[str, Any] = {"sql": items[0]} if len(items) == 1 else {"samples": list(items)}
-        lines.append(json.dumps({"index": index, **body, "db_id": db_id}, ensure_ascii=False))
+        lines.append(dumps_line({"index": index, **body, "db_id": db_id}))
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -366,21 +368,12 @@ FORMATS: dict[str, PredictionFormat] = {
 
 
 def _read_text(file: Path) -> str:
-    try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise DatasetError(f"predictions file not found: {file}") from None
-    except OSError as error:
-        raise DatasetError(f"cannot read predictions file {file}: {error}") from None
-    nul = data.find(b"\x00")
+    text = read_text(file, "predictions file")
+    nul = text.find("\x00")
     if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
+        line = text.count("\n", 0, nul) + 1
         raise DatasetError(f"{file}: line {line}: a NUL byte: this is a binary file, not predictions")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise DatasetError(f"{file}: line {line}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
+    return text
 
 
 def detect_format(source: _Source) -> PredictionFormat:

@@ -493,6 +493,8 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
     from progress_sql.cluster.connect import joined_cluster, shard_workers
 
     plan = _plan(request)
+    with writing_results(request.out):  # before the work: a bad --out fails at once, not after the run
+        RunFolder(request.out).create()
     engine = ENGINES["sqlite"] if request.backend_db is None else engine_of(request.backend_db)
     # the profile's ODT on the engine that runs the queries: the same on this machine and on every shard
     odt = replace(get_profile(request.profile).odt_config(), dialect=engine.dialect, db_engine=engine.display_name)
@@ -524,11 +526,12 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
         draws=None if generator is None else generator.draws,
     )  # fmt: skip
     with writing_results(request.out):
-        write_eval_run(request.out, records, summary, plots=request.plots)
-        if request.contexts:
+        RunFolder(request.out).summary_path.unlink(missing_ok=True)
+        if request.contexts:  # before the summary, which comes last (a present summary: a complete run)
             from progress_sql.data.context import write_contexts
 
             write_contexts(request.out, contexts)
+        write_eval_run(request.out, records, summary, plots=request.plots)
     return EvalOutcome(request.out, summary, tuple(records))
 
 

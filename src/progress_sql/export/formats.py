@@ -6,7 +6,6 @@ columns and the shared ``extra_info``: docs/export.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from progress_sql.data.taskfile import task_from_json, task_json
 from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.jsonio import dumps_line
 from progress_sql.prompts import Message
 from progress_sql.registry import lookup
 from progress_sql.types import Example
@@ -286,21 +286,6 @@ def build_rows(items: Sequence[ExportItem], fmt: ExportFormat) -> list[dict[str,
     return [fmt.row(item, index) for index, item in enumerate(items)]
 
 
-#: Characters that readers splitting on every line boundary (Python's ``str.splitlines``) take for
-#: a line end; they only occur inside JSON strings, where their escapes mean the same.
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def json_line(row: dict[str, Any]) -> str:
-    """One JSON Lines record: UTF-8 text kept readable, every line-breaking character escaped.
-
-    >>> line = json_line({"q": "caf\u00e9" + chr(0x2028)})
-    >>> line.splitlines() == [line], line.endswith(chr(92) + 'u2028"}'), "caf\u00e9" in line
-    (True, True, True)
-    """
-    return json.dumps(row, ensure_ascii=False).translate(_LINE_BREAKS)
-
-
 def write_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
     """Write ``rows`` as parquet (``.parquet``) or JSON Lines (``.jsonl``, ``.json``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -314,6 +299,6 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
     elif path.suffix in (".jsonl", ".json"):
         with path.open("w", encoding="utf-8") as handle:
             for row in rows:
-                handle.write(json_line(row) + "\n")
+                handle.write(dumps_line(row) + "\n")
     else:
         raise ConfigError(f"unknown output type {path.suffix or '(none)'} for {path}: use .parquet or .jsonl")

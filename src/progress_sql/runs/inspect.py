@@ -5,11 +5,11 @@ run folder); docs/training.md#inspecting-high-reward-samples."""
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from progress_sql import jsonio
 from progress_sql.data.introspect import read_profile
 from progress_sql.env.core import make_store
 from progress_sql.env.settings import env_config_from_profile
@@ -112,8 +112,10 @@ def run_inspect(request: InspectRequest, phase: Phase) -> InspectRun:
     with writing_results(out):
         RunFolder(out).write(summary, rows, report)  # every inspected episode, flagged or not
         if entries:
-            (out / REVIEW_FILE).write_text(f"# Review: {len(entries)} random matched samples (seed {request.seed})"
-                                           "\n\n" + "\n".join(entries), encoding="utf-8")  # fmt: skip
+            review_text = f"# Review: {len(entries)} random matched samples (seed {request.seed})\n\n" + "\n".join(
+                entries
+            )
+            jsonio.write_atomic(out / REVIEW_FILE, (jsonio.escape_surrogates(review_text),))
     return InspectRun(summary)
 
 
@@ -122,13 +124,8 @@ def _audit_findings(audit: Path | None) -> dict[tuple[int, str], tuple[str, ...]
     if audit is None:
         return {}
     path = audit / RUN_FILES[1] if audit.is_dir() else audit
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise ConfigError(f"--audit: cannot read {path}: {error}") from error
     found = {}
-    for line in filter(str.strip, lines):
-        record = json.loads(line)
+    for record in jsonio.read_json_lines(path, "--audit run", objects=True):
         if record.get("fired"):
             found[(int(record["index"]), str(record["db_id"]))] = tuple(record["fired"])
     return found

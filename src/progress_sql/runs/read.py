@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from progress_sql import jsonio
 from progress_sql.data.tasks import resolve_task
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.run import EvalSummary
@@ -23,28 +23,20 @@ from progress_sql.types import Example
 
 def read_json(path: Path) -> Any:
     """A run file's JSON; DatasetError says what is missing or broken."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing") from error
-    except (OSError, ValueError) as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
+    if not path.exists():
+        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing")
+    return jsonio.read_json(path, "run file")
 
 
 def read_jsonl(path: Path, *, required: bool = True) -> list[dict[str, Any]] | None:
-    """A run file's JSON lines; DatasetError when it cannot be read (None: absent and not ``required``)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as error:
+    """A run file's JSON lines (objects, split on ``\\n`` alone); DatasetError when it cannot be read
+    (None: absent and not ``required``)."""
+    if not path.exists():
         if not required:
             return None
-        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing") from error
-    except OSError as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
-    try:
-        return [json.loads(line) for line in lines if line.strip()]
-    except ValueError as error:
-        raise DatasetError(f"cannot read {path}: {error}") from error
+        raise DatasetError(f"{path.parent} is not a complete run folder: {path.name} is missing")
+    records: list[dict[str, Any]] = jsonio.read_json_lines(path, "run file", objects=True)
+    return records
 
 
 def read_summary(run: Path) -> dict[str, Any]:
@@ -83,7 +75,9 @@ def read_eval(path: Path) -> EvalRun:
         raise DatasetError(f"{path} is not an eval run folder (missing {Path(error.filename).name})") from error
     except KeyError as error:
         raise DatasetError(f"{path} is not an eval run folder (summary.json lacks {error})") from error
-    except (OSError, ValueError) as error:
+    except DatasetError:
+        raise
+    except (OSError, ValueError, TypeError) as error:
         raise DatasetError(f"cannot read the run in {path}: {error}") from error
     return EvalRun(path, summary, samples)
 
@@ -119,11 +113,8 @@ class LoadedRun:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error}") from error
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    records: list[dict[str, Any]] = jsonio.read_json_lines(path, "run file", objects=True)
+    return records
 
 
 def _task_examples(task: str | None, data_dir: Path | None, db_root: str | None = None) -> dict[int, Example]:

@@ -17,11 +17,12 @@ from typing import Any
 from progress_sql.sql.parse import strip_sql
 
 _TOKEN = re.compile(
-    r"""--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)  # a comment: no token, the match is empty (found here so
-                                              # that `--` inside a string stays text)
-      | (                        # a token:
-        '(?:[^']|'')*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
-      | "(?:[^"]|"")*(?:"|\Z)   # without that, every quote would rescan the rest: quadratic)
+    r"""--[^\n]*|/\*[\s\S]*?(?:\*/|\Z)  # a comment: no token, the match is empty (found here so
+                                        # that `--` inside a string stays text)
+      | (                        # a token (the loops unrolled: an alternation inside a repeat costs
+                                 # the regex engine memory per character, gigabytes on a long literal):
+        '[^']*(?:''[^']*)*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
+      | "[^"]*(?:""[^"]*)*(?:"|\Z)   # without that, every quote would rescan the rest: quadratic)
       | `[^`]*(?:`|\Z)          # backtick identifier
       | \[[^\]]*(?:\]|\Z)       # bracket identifier
       | \d+(?:\.\d*)?(?:e[+-]?\d+)?
@@ -45,6 +46,9 @@ def _normalize(token: str) -> str:
 #: Lexical similarity reads at most this many characters of tokens (far above any real query); the
 #: limit counts what is left after stripping whitespace and comments.
 MAX_LEXICAL_CHARS = 100_000
+#: ... and scans at most this many characters of the stripped text (comments and whitespace
+#: included), cut before any per-character work: the cost of a 20 MB literal is that of 1 MB.
+MAX_LEXICAL_SCAN = 10 * MAX_LEXICAL_CHARS
 
 
 def sql_tokens(sql: str) -> list[str]:
@@ -55,7 +59,7 @@ def sql_tokens(sql: str) -> list[str]:
     >>> sql_tokens("SELECT /* why */ 1")
     ['select', '1']
     """
-    text = strip_sql(sql)
+    text = strip_sql(sql)[:MAX_LEXICAL_SCAN]
     if len(text) <= MAX_LEXICAL_CHARS:  # the tokens cannot exceed the limit: one pass in C
         # A comment matches with an empty group; a `;` before a trailing comment is no token either.
         found = [token for token in _TOKEN.findall(text) if token and token != ";"]

@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
+from progress_sql.jsonio import surrogate_refusal
 from progress_sql.sql.parse import strip_sql
 
 #: Tables and their columns: ``progress_sql.data.schema.Schema.tables`` is one.
@@ -170,4 +171,7 @@ def engine_rejection(sql: str, tables: TableColumns, dialect: str = "sqlite") ->
     'SQLite: near "FROM": syntax error'
     """
     verdict = VERDICTS.get(dialect)
-    return None if verdict is None else verdict(sql, tables)
+    if verdict is None:
+        return None
+    # every engine takes UTF-8 text: a lone surrogate is refused here, not by the engine's binding
+    return surrogate_refusal(sql) or verdict(sql, tables)

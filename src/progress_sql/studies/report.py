@@ -296,15 +296,18 @@ def train_summary(result: RunResult, settings: Mapping[str, Any]) -> RunSummary:
 
 
 def write_train_run(result: RunResult, out: Path, run: RunSummary | None = None) -> Path:
-    """Write the run folder once: ``summary.json`` (``run``; without one, no settings), ``samples.jsonl``
-    (every logged RL step of every reward's run, ``run_reward`` naming it), the saved model's card
-    (:func:`progress_sql.studies.card.write_run_card`), the plots and ``report.md``; returns the report's path."""
-    folder = RunFolder(out)
+    """Write the run folder once: ``samples.jsonl`` (every logged RL step of every reward's run,
+    ``run_reward`` naming it), the saved model's card (:func:`progress_sql.studies.card.write_run_card`),
+    the plots, ``report.md`` and last ``summary.json`` (``run``; without one, no settings); returns the
+    report's path."""
+    folder = RunFolder(out).create()
     run = run or train_summary(result, {})
-    folder.write_summary(run)
+    folder.summary_path.unlink(missing_ok=True)  # written last: a present summary means a complete run
     folder.write_records({"run_reward": reward, **step} for reward, rl in result.rl.items() for step in rl.metrics)
     write_run_card(out, run.to_dict(), embedded=result.config.embedded)  # the saved model's README.md
-    return folder.write_report(render_report(result, summary(result), write_plots(result, out)))
+    report = folder.write_report(render_report(result, summary(result), write_plots(result, out)))
+    folder.write_summary(run)
+    return report
 
 
 def write_plots(result: RunResult, out: Path) -> list[str]:

@@ -35,6 +35,7 @@ from progress_sql.integrations.trl import (
     reduced_across_processes,
     trainer_preset,
 )
+from progress_sql.jsonio import dumps_line
 from progress_sql.models import without_cudnn_attention
 from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.prompts import ConversationFormat
@@ -321,7 +322,7 @@ class _TrajectoryStats:
             step = int(getattr(state, "global_step", 0)) + 1  # generated for the next optimizer step
             with self.log.open("a", encoding="utf-8") as handle:
                 for record in episode_records(self.rollout, output, step):
-                    handle.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
+                    handle.write(dumps_line(plain(record)) + "\n")
         n = max(1, len(prompts))
         k_stars = [k for k in output["k_star"] if k]
         self.pending = {

@@ -9,11 +9,13 @@ import gzip
 import html
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from progress_sql.jsonio import escape_surrogates, write_atomic
 from progress_sql.types import plain
 from progress_sql.view.model import Page
 
@@ -42,9 +44,11 @@ CHUNK = 250
 
 def _dump(value: Any) -> str:
     """Plain, finite data as JSON safe inside a ``<script>`` element: every ``<`` (only ever inside a
-    JSON string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element."""
+    JSON string) written as its escape, so no ``</script>`` or ``<!--`` can end or change the element;
+    line separators and lone surrogates escaped too."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    # a lone surrogate a model wrote cannot be UTF-8: its escape is the same string to JSON.parse
+    return escape_surrogates(text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 #: Detail fields whose text repeats across examples (feedback is built from the tags): written
@@ -132,27 +136,28 @@ def page_json(page: Page) -> str:
     return _dump(encode(page)[0])
 
 
+#: The template's markers, each replaced once, in one pass over the template alone: no text put in
+#: (a title, a question, a file name holding ``__JS__``) is ever searched for a marker.
+_MARKER = re.compile(r"__(TITLE|CSS|JS|DATA|DETAILS)__")
+
+
 def render(page: Page) -> str:
     """The whole HTML document of ``page``."""
-    template = (ASSETS / "page.html").read_text(encoding="utf-8")
-    parts = {
-        "__TITLE__": html.escape(page.title),
-        "__CSS__": (ASSETS / "page.css").read_text(encoding="utf-8"),
-        "__JS__": (ASSETS / "page.js").read_text(encoding="utf-8"),
-    }
-    for key in ("__TITLE__", "__CSS__", "__JS__"):  # the data last: it may contain the other markers
-        template = template.replace(key, parts[key], 1)
     data, blocks = encode(page)
-    details = "\n".join(
-        f'<script type="{DETAIL_TYPE}" id="details-{k}">{pack(block)}</script>' for k, block in enumerate(blocks)
-    )
-    head, _, tail = template.partition("__DATA__")
-    details_head, _, details_tail = tail.partition("__DETAILS__")
-    return "".join((head, _dump(data), details_head, details, details_tail))
+    parts = {
+        "TITLE": html.escape(escape_surrogates(page.title)),
+        "CSS": (ASSETS / "page.css").read_text(encoding="utf-8"),
+        "JS": (ASSETS / "page.js").read_text(encoding="utf-8"),
+        "DATA": _dump(data),
+        "DETAILS": "\n".join(
+            f'<script type="{DETAIL_TYPE}" id="details-{k}">{pack(block)}</script>' for k, block in enumerate(blocks)
+        ),
+    }
+    template = (ASSETS / "page.html").read_text(encoding="utf-8")
+    return _MARKER.sub(lambda marker: parts[marker.group(1)], template)
 
 
 def write_page(page: Page, path: Path) -> Path:
     """Write ``page`` to ``path`` (UTF-8); returns ``path`` (OSError propagates)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(page), encoding="utf-8")
-    return path
+    return write_atomic(path, (render(page),))
