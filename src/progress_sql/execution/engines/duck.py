@@ -16,6 +16,7 @@ from typing import Any
 from progress_sql.execution.digest import file_digest
 from progress_sql.execution.engines.base import Deadline, EngineName, EngineRunner, fetch_capped
 from progress_sql.execution.executor import ExecLimits, OpenConnections, error_message, statement_gate
+from progress_sql.jsonio import surrogate_refusal
 from progress_sql.types import ExecResult, Row
 
 _SCHEME = "duckdb:"
@@ -95,7 +96,7 @@ class DuckdbRunner:
 
     def _refusal(self, conn: Any, sql: str) -> str | None:
         """Why ``sql`` may not run: the shared gate, then DuckDB's own parse of it."""
-        refusal = statement_gate(sql)
+        refusal = statement_gate(sql) or surrogate_refusal(sql)  # DuckDB's binding takes UTF-8 text only
         if refusal is not None:
             return refusal
         statements = conn.extract_statements(sql)
