@@ -74,7 +74,7 @@ def test_a_missing_database_is_scored_zero_and_masked(served: Served) -> None:
     assert "database not found" in body["failure_reason"]
 
 
-def test_a_row_without_its_gold_gets_fastapis_validation_error(served: Served) -> None:
+def test_a_malformed_row_gets_fastapis_error_shape(served: Served) -> None:
     row = {k: v for k, v in served.rows[0].items() if k != "gold_sql"}
     status, body, _ = served.run(served.post("/verify", verify_body(row, RIGHT)))
     assert status == 422
@@ -82,6 +82,12 @@ def test_a_row_without_its_gold_gets_fastapis_validation_error(served: Served) -
     status, body, _ = served.run(served.post("/verify", {"response": model_response(RIGHT)}))
     assert status == 422
     assert {tuple(e["loc"]) for e in body["detail"]} >= {("body", REQUEST_FIELD), ("body", "gold_sql")}
+    status, body, _ = served.run(served.post("/verify", verify_body(served.rows[0], RIGHT, task_spec="{")))
+    assert status == 422
+    assert "task_spec" in body["detail"]
+    status, body, _ = served.run(served.post("/reset", {k: v for k, v in served.rows[0].items() if k != "db_path"}))
+    assert status == 422
+    assert "lacks db_path" in body["detail"]
 
 
 def test_a_multi_turn_episode_gets_odt_feedback_then_ends_on_a_match(served: Served) -> None:
@@ -150,3 +156,20 @@ def test_32_verifies_at_once_are_not_held_up_by_an_endless_query(served: Served)
     assert [body["match"] for _, body in others] == [bool(i % 2) for i in range(31)]
     assert max(done for done, _ in others) < endless_done
     assert endless_done - start < 30  # the timeout ended it; nothing waited on another's query
+
+
+def test_an_episode_whose_gold_fails_ends_at_its_first_step_with_reward_zero(served: Served) -> None:
+    row = {**served.rows[0], "gold_sql": "SELECT nme FROM nowhere"}
+
+    async def episode() -> tuple[Any, Any]:
+        _, reset, cookies = await served.post("/reset", row)
+        session = {key: morsel.value for key, morsel in cookies.items()}
+        _, step, _ = await served.post("/step", verify_body(row, RIGHT), cookies=session)
+        return reset, step
+
+    reset, step = served.run(episode())
+    assert "nowhere" in reset["info"]["gold_error"]
+    assert (step["reward"], step["terminated"], step["observation"]) == (0.0, True, None)
+    assert step["info"]["stop"] == "gold_invalid"
+    assert step["info"]["mask_sample"] is True
+    assert step["info"]["failure_kind"] == "progress_sql:gold_invalid"

@@ -46,6 +46,7 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.integrations.hosted import HostedEpisode, HostedStep, HostSettings, host_settings
 from progress_sql.integrations.nemo_gym.rows import load_rows, nemo_gym_rows, row_task
 from progress_sql.profiles import DEFAULT_PROFILE
+from progress_sql.types import Example
 
 __all__ = [
     "ProgressSQLResourcesServer",
@@ -129,6 +130,15 @@ def _task_fields(body: ProgressSQLRunRequest) -> dict[str, Any]:
     return dict(body.model_dump(exclude={"responses_create_params", "response"}, by_alias=False))
 
 
+def _example(fields: Mapping[str, Any]) -> Example:
+    """The row's example; a row that does not read (a missing field, a malformed ``task_spec``) is the
+    client's error: FastAPI's error shape, status 422."""
+    try:
+        return row_task(fields)
+    except DatasetError as error:
+        raise HTTPException(status_code=422, detail=str(error)) from None
+
+
 class ProgressSQLResourcesServer(GymnasiumServer):  # type: ignore[misc]
     """``/verify`` scores one answer; ``/reset`` and ``/step`` host a multi-turn episode per session.
     Episodes run on a thread pool as large as the execution pool, so a slow query holds one thread
@@ -163,10 +173,10 @@ class ProgressSQLResourcesServer(GymnasiumServer):  # type: ignore[misc]
 
     async def verify(self, body: ProgressSQLVerifyRequest) -> ProgressSQLVerifyResponse:
         fields = _task_fields(body)
-        text = extract_text(body.response)
+        example, text = _example(fields), extract_text(body.response)
 
         def score() -> HostedStep:
-            episode = HostedEpisode(self._answer_settings, row_task(fields), fields)
+            episode = HostedEpisode(self._answer_settings, example, fields)
             episode.start()
             return episode.step(text)
 
@@ -186,10 +196,7 @@ class ProgressSQLResourcesServer(GymnasiumServer):  # type: ignore[misc]
     async def reset(self, metadata: dict[str, Any], session_id: str | None = None) -> tuple[str | None, dict[str, Any]]:
         """Start the session's episode; the row's prompt (the environment's opening) is the model's
         first input, so no observation is added."""
-        try:
-            example = row_task(metadata)
-        except DatasetError as error:
-            raise HTTPException(status_code=422, detail=str(error)) from None
+        example = _example(metadata)
         episode = HostedEpisode(self._settings, example, metadata)
         await self._in_thread(episode.start)
         self.session_state[str(session_id)] = episode
