@@ -10,14 +10,16 @@ from typing import Any
 
 import typer
 
+from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.registry import BACKENDS
 from progress_sql.cli import _common as common
 from progress_sql.data.ddl import SCHEMA_PROFILES
+from progress_sql.errors import ConfigError
 from progress_sql.evaluation.bird import BIRD_VES_REPEATS
 from progress_sql.evaluation.predictions import FORMATS
 from progress_sql.evaluation.run import EvalRequest, degenerate_vote, run_eval
 from progress_sql.progress import phases, progress_bar
-from progress_sql.prompts import PROMPT_STYLES
+from progress_sql.prompts import PROMPT_STYLES, prompt_style
 
 _DB_ROOT = typer.Option(
     None,
@@ -65,6 +67,15 @@ _VES_REPEATS = typer.Option(
 )
 
 
+_TURNS = typer.Option(
+    None,
+    "--turns",
+    help="Evaluate interactively: each question is an episode of up to T turns with --feedback after a wrong "
+    "answer (execution: no gold in any prompt) and --protocol; reports EX within T turns, turns used, probes "
+    "per question and the single-turn EX of the same run (docs/evaluation.md#interactive-evaluation).",
+)
+
+
 def eval_command(
     task: str = common.task_option(),
     data_dir: Path | None = common.data_dir_option(),
@@ -100,9 +111,15 @@ def eval_command(
     view: bool = common.view_option(),
     ray: str | None = common.ray_option(),
     ray_databases: str = common.ray_databases_option(),
+    turns: int | None = _TURNS,
+    feedback: str | None = common.feedback_option(),
+    protocol: str | None = common.protocol_option(),
 ) -> None:
     """Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors."""
     common.check_timeout(timeout)
+    if turns is not None or feedback is not None or protocol is not None:
+        _interactive(locals())
+        return
     common.resolve_shard_workers(workers, ray)  # a bad count fails before anything loads
     common.backend_engine(backend_db)  # its driver checked before anything runs
     options = locals()
@@ -128,6 +145,50 @@ _REQUEST_OPTIONS = (
     "keep_distinct", "limit", "workers", "cache_dir", "plots", "bird_metrics", "ves_repeats", "backend_db", "ray",
     "ray_databases",
 )  # fmt: skip
+
+
+def _interactive(options: dict[str, Any]) -> None:
+    """``eval --turns``: the episodes in the profile's environment with the options given on top."""
+    # Imported here: the environment brings the parser, which eval's single-turn parent process never loads.
+    from progress_sql.env.rollout import RolloutRequest
+    from progress_sql.env.settings import env_config_from_options
+    from progress_sql.studies.interactive import check_interactive, run_interactive_eval
+
+    if options["turns"] is None:
+        raise ConfigError("--feedback and --protocol evaluate interactively: give --turns T as well")
+    check_interactive(predictions=options["predictions"], n=options["n"], ray=options["ray"],
+                      ves_repeats=options["ves_repeats"])  # fmt: skip
+    env = env_config_from_options(options["profile"], {
+        "max_turns": options["turns"], "feedback": options["feedback"], "protocol": options["protocol"],
+        "preset": options["preset"], "schema_profile": options["schema_profile"], "timeout_s": options["timeout"],
+        "suite": None if options["suite"] is None else str(options["suite"]), "backend_db": options["backend_db"],
+        "prompt": options["prompt"],
+    })  # fmt: skip
+    max_tokens = options["max_tokens"] or prompt_style(env.prompt).max_new_tokens
+    generation = GenerationConfig(temperature=options["temperature"], top_p=options["top_p"], max_tokens=max_tokens,
+                                  seed=options["seed"])  # fmt: skip
+    out, as_json = common.prepare_out(options["out"]), options["json_output"]
+    request = RolloutRequest(
+        options["task"], options["backend"] or "", out, env, generation, data_dir=options["data_dir"],
+        base_url=options["base_url"], model=options["model"], replay=options["replay"],
+        api_key=os.environ.get("OPENAI_API_KEY"), limit=options["limit"],
+        workers=common.resolve_workers(options["workers"]), workers_given=options["workers"],
+        contexts=options["view"], profile=options["profile"], db_root=options["db_root"],
+    )  # fmt: skip
+    with progress_bar("[bold]eval --turns[/] {task.description}", console=common.stdout, quiet=as_json) as bar:
+        run = run_interactive_eval(request, phases(bar))
+    if as_json:
+        typer.echo(json.dumps(run.summary.to_dict(), indent=2))
+    else:
+        measures = run.metrics["interactive"]
+        common.stdout.print(
+            f"EX within {measures['turns']} turns: [bold]{_percent(measures['ex_within_turns']['ex'])}%[/]; "
+            f"single-turn EX {_percent(measures['single_turn_ex']['ex'])}%, first answer "
+            f"{_percent(measures['first_answer_ex']['ex'])}% ({measures['ex_within_turns']['n']} scored); turns "
+            f"used {measures['turns_used']}, probes per question {measures['probes_per_question']}"
+        )
+        common.stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")
+    common.write_view(out, options["view"], quiet=as_json)
 
 
 def _print(metrics: Any, out: Path, preset: str) -> None:

@@ -25,6 +25,8 @@ from progress_sql.runfolder import RunSummary, writing_results
 from progress_sql.types import TASK_KINDS, Example, ResultPreview, RewardBreakdown, TaskKind, result_previews
 
 Progress = Callable[[int], None]
+#: A run's metrics from its episode records and turn budget (:func:`summarize_rollouts`, or a caller's).
+Metrics = Callable[[Sequence["EpisodeRecord"], int], dict[str, Any]]
 EpisodeStatus = Literal["ok", "gold_invalid", "skipped"]
 #: Decimals of the numbers in samples.jsonl.
 DIGITS = 6
@@ -180,6 +182,8 @@ class RolloutRequest:
     contexts: bool = False
     #: The profile ``env`` was built from (``progress_sql.profiles``), recorded in ``summary.json``.
     profile: str = DEFAULT_PROFILE
+    #: The databases folder of a questions file, when given outright (``eval --db-root``).
+    db_root: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,19 +198,23 @@ class RolloutRun:
         return dict(self.summary.results["metrics"])
 
 
-def run_rollout(request: RolloutRequest, phase: Phase) -> RolloutRun:
+def run_rollout(
+    request: RolloutRequest, phase: Phase, *, command: str = "rollout", metrics: Metrics | None = None
+) -> RolloutRun:
     """Run ``rollout``: every example's episode with the backend, then the run folder (``summary.json``,
     ``samples.jsonl``, ``report.md``, and with ``contexts`` the page's ``examples.jsonl``). A backend
-    failure raises GenerationError; a folder that cannot be written, ConfigError."""
+    failure raises GenerationError; a folder that cannot be written, ConfigError. ``command`` names the
+    run in its summary and ``metrics`` computes its metrics (default: :func:`summarize_rollouts`): an
+    interactive ``eval --turns`` is this run with measures of its own."""
     from progress_sql.backends.openai_compat import BackendError
     from progress_sql.backends.registry import make_backend
     from progress_sql.data.context import example_contexts, write_contexts
-    from progress_sql.data.tasks import load_task
+    from progress_sql.data.tasks import resolve_task
     from progress_sql.errors import GenerationError
     from progress_sql.runfolder import RunFolder, basic_report
     from progress_sql.types import PREVIEW_ROWS, plain
 
-    examples = load_task(request.task, request.data_dir)
+    examples = resolve_task(request.task, request.data_dir, db_root=request.db_root)[1]
     if request.limit is not None:
         examples = examples[: max(0, request.limit)]
     generator = make_backend(
@@ -228,12 +236,12 @@ def run_rollout(request: RolloutRequest, phase: Phase) -> RolloutRun:
         if request.contexts:  # questions, gold SQL and schema excerpts; result rows are in the records
             last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
             contexts = example_contexts(examples, last, records, store.schema)
-    metrics = summarize_rollouts(records, config.max_turns)
-    summary = RunSummary("rollout", rollout_settings(request), {"metrics": metrics})
+    measured = (metrics or summarize_rollouts)(records, config.max_turns)
+    summary = RunSummary(command, rollout_settings(request), {"metrics": measured})
     with writing_results(request.out):
         RunFolder(request.out).write(
             summary, [plain(r, DIGITS) for r in records],
-            basic_report(f"Rollout: {request.task}", summary.to_dict(), results=metrics),
+            basic_report(f"{command.capitalize()}: {request.task}", summary.to_dict(), results=measured),
         )  # fmt: skip
         if request.contexts:
             write_contexts(request.out, contexts)
@@ -250,6 +258,7 @@ def rollout_settings(request: RolloutRequest) -> dict[str, Any]:
     return {
         "task": request.task,
         "data_dir": str(request.data_dir) if request.data_dir else None,
+        **({"db_root": str(request.db_root)} if request.db_root is not None else {}),
         "profile": get_profile(request.profile).settings(),
         "backend": request.backend,
         "model": request.model,

@@ -419,6 +419,7 @@ def _ablate_page(run: Path, summary: dict[str, Any]) -> Page:
 READERS: dict[str, Callable[[Path, dict[str, Any]], Page]] = {
     "eval": _eval_page,
     "rollout": _rollout_page,
+    "eval-turns": _rollout_page,  # eval --turns: rollout's episodes with the evaluation's measures
     "train": _train_page,
     "audit": _audit_page,
     "ablate": _ablate_page,
