@@ -55,12 +55,14 @@ def test_probes_are_observed_never_judged_and_answers_are_the_attempts(music: Ex
     config = EnvConfig(protocol="probe", feedback="execution", max_turns=6, timeout_s=1.0)
     env = SQLRefineEnv(config, store=store)
     opening = env.reset(music)
-    assert "<solution>" in opening[0]["content"] and "<sql>" in opening[0]["content"]
+    assert "<solution>" in opening[0]["content"]
+    assert "<sql>" in opening[0]["content"]
     steps = [env.step(r) for r in (probe(GOLD), probe(ENDLESS), solve(WRONG), probe("SELECT 1"), solve(GOLD))]
     records = [s.info for s in steps]
     assert [r.action for r in records] == ["probe", "probe", "sql", "probe", "sql"]
     assert [r.match for r in records] == [False, False, False, False, True]  # the gold as a probe is no answer
-    assert records[0].verdict == "probe" and records[0].tags == ()
+    assert records[0].verdict == "probe"
+    assert records[0].tags == ()
     assert records[1].exec_status == "timeout"  # a probe runs under the executor's limits
     assert steps[0].observation is not None
     assert steps[0].observation["content"].startswith("<observation>Your query returned 2 row(s); first rows:")
@@ -68,7 +70,8 @@ def test_probes_are_observed_never_judged_and_answers_are_the_attempts(music: Ex
     assert steps[2].observation is not None  # the wrong answer gets the feedback kind's text, the episode goes on
     assert steps[2].observation["content"].startswith("Execution: Your query returned 4 row(s)")
     assert steps[2].observation["content"].endswith("<solution>...</solution>.")
-    assert steps[-1].terminated and steps[-1].observation is None
+    assert steps[-1].terminated
+    assert steps[-1].observation is None
     # Y is the two answers: k* = 2, and the reward is the progressive reward of those two turns.
     answers = env.trajectory
     assert [t.sql for t in answers.turns] == [WRONG, GOLD]

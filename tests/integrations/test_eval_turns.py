@@ -25,8 +25,11 @@ QUESTIONS = json.loads((EMBEDDED / "real_questions.json").read_text(encoding="ut
 def chat_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.tiny_lm import tiny_model, tiny_tokenizer
 
-    corpus = ["system: You write SQLite queries. user: Question: how many singers? assistant: <sql>SELECT count(*) "
-              "FROM singer</sql> user: Execution: Your query returned 1 row(s). <solution>SELECT 1</solution>"] * 5  # fmt: skip
+    text = (
+        "system: You write SQLite queries. user: Question: how many singers? assistant: <sql>SELECT count(*) "
+        "FROM singer</sql> user: Execution: Your query returned 1 row(s). <solution>SELECT 1</solution>"
+    )
+    corpus = [text] * 5
     tokenizer = tiny_tokenizer(corpus)
     tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
     folder = tmp_path_factory.mktemp("tiny-chat")
@@ -56,7 +59,8 @@ def test_eval_turns_runs_a_transformers_model_on_the_embedded_questions(tmp_path
     assert summary["command"] == "eval-turns"
     assert (summary["settings"]["turns"], summary["settings"]["feedback"]) == (3, "execution")
     measures = summary["metrics"]["interactive"]
-    assert measures["turns"] == 3 and measures["ex_within_turns"]["n"] == 3
+    assert measures["turns"] == 3
+    assert measures["ex_within_turns"]["n"] == 3
     assert measures["single_turn_ex"]["ex"] <= measures["ex_within_turns"]["ex"]
     assert 1.0 <= measures["turns_used"] <= 3.0
     assert measures["probes_per_question"] == 0.0  # the answer protocol: every turn answers
@@ -94,7 +98,9 @@ def test_eval_turns_scores_a_replay_with_probes(tmp_path: Path) -> None:
         ["sql", "sql"],
         ["probe", "probe", "probe"],
     ]
-    assert records[0]["k_star"] == 1 and records[1]["k_star"] == 2 and records[2]["k_star"] is None
+    assert records[0]["k_star"] == 1
+    assert records[1]["k_star"] == 2
+    assert records[2]["k_star"] is None
     assert (tmp_path / "run" / "view.html").is_file()  # the run explorer reads it as a rollout
 
 
