@@ -117,7 +117,10 @@ class ExecResult:
     """What running one SQL statement produced; model mistakes are a status, never an exception.
 
     ``truncated`` is True when the row or byte cap stopped fetching: ``rows`` then holds a prefix of
-    the real result, and comparators never count such a result as a match.
+    the real result, and comparators never count such a result as a match. ``failed_outside`` is True
+    for an error the statement did not cause (its worker died, the database or its server could not be
+    reached, the connection was lost or another session cancelled it): not the query's own result, so
+    it is never cached.
     """
 
     status: ExecStatus
@@ -126,6 +129,7 @@ class ExecResult:
     error: str | None = None
     elapsed_s: float = 0.0
     truncated: bool = False
+    failed_outside: bool = False
 
     @property
     def ok(self) -> bool:

@@ -42,6 +42,7 @@ def test_a_query_whose_worker_dies_twice_fails_alone(compare_db: Path) -> None:
         results = pool.run_many(jobs, on_start=kill_later)
         assert results[slow_index].status == "error"
         assert "worker process died 2 times" in (results[slow_index].error or "")
+        assert results[slow_index].failed_outside  # never cached: not the query's own result
         for i, result in enumerate(results):
             if i != slow_index:
                 assert result.status == "ok"

@@ -228,7 +228,7 @@ class Executor:
         try:
             conn = self._connection(db_path, limits)
         except sqlite3.Error as error:
-            return ExecResult("error", error=f"cannot open database: {error}")
+            return ExecResult("error", error=f"cannot open database: {error}", failed_outside=True)
         deadline = time.monotonic() + limits.timeout_s  # one budget, even when the query runs twice
         result = _run_on(conn, sql, limits, start, deadline, str)
         if result.status == "error" and "decode to UTF-8" in (result.error or ""):

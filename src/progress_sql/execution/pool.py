@@ -185,7 +185,7 @@ class _Worker:
             self.stop(kill=True)
             raise _WorkerDiedError(code) from None
         if not isinstance(result, ExecResult):  # never expected; keep the batch alive regardless
-            return ExecResult("error", error=f"worker sent {type(result).__name__}")
+            return ExecResult("error", error=f"worker sent {type(result).__name__}", failed_outside=True)
         return result
 
     def stop(self, *, kill: bool = False) -> None:
@@ -343,7 +343,9 @@ class ExecutionPool(Closing):
                         break
                     except Exception as error:  # a bug here must not lose the other results
                         worker.stop(kill=True)
-                        result = ExecResult("error", error=f"execution failed: {type(error).__name__}: {error}")
+                        result = ExecResult(
+                            "error", error=f"execution failed: {type(error).__name__}: {error}", failed_outside=True
+                        )
                         pending = sent[position + 1 :]
                     results[index] = result
                     if not notify(on_result, index, result):
@@ -365,6 +367,7 @@ class ExecutionPool(Closing):
                     results[index] = ExecResult(
                         "error",
                         error=f"worker process died {len(codes)} times (exit codes {listed}) running this query",
+                        failed_outside=True,
                     )
                     if not notify(on_result, index, results[index]):
                         return False
@@ -396,7 +399,7 @@ class ExecutionPool(Closing):
                 thread.join()
         if callback_errors:
             raise callback_errors[0]
-        return [r if r is not None else ExecResult("error", error="no result") for r in results]
+        return [r if r is not None else ExecResult("error", error="no result", failed_outside=True) for r in results]
 
     def close(self) -> None:
         """Stop every worker (politely, then by force)."""

@@ -59,7 +59,9 @@ class EngineRunners:
             try:
                 runner = self._runners[engine.name] = engine.runner()
             except ImportError as error:
-                return ExecResult("error", error=f"the {engine.display_name} driver is not installed: {error}")
+                return ExecResult(
+                    "error", error=f"the {engine.display_name} driver is not installed: {error}", failed_outside=True
+                )
         return runner.run(location, sql, limits)
 
     def close(self) -> None:

@@ -114,7 +114,7 @@ class DuckdbRunner:
         try:
             conn = self._connection(path, limits)
         except (duckdb.Error, OSError) as error:
-            return ExecResult("error", error=f"cannot open database: {error_message(error)}")
+            return ExecResult("error", error=f"cannot open database: {error_message(error)}", failed_outside=True)
         deadline = Deadline(limits.timeout_s, conn.interrupt)
         rows: list[Row] = []
         try:

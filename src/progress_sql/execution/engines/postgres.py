@@ -26,6 +26,8 @@ CONTENT_COMMENT = "progress-sql content sha256:"
 #: Seconds a connection attempt may take.
 CONNECT_TIMEOUT_S = 10
 _SCHEMES = ("postgresql://", "postgres://")
+# admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now
+_OPERATOR_INTERVENTION = frozenset({"57P01", "57P02", "57P03"})
 _identities: dict[str, str] = {}
 _identities_lock = threading.Lock()
 
@@ -64,6 +66,13 @@ def schema_digest(conn: Any, schema: str) -> str:
         (value,) = conn.execute(query).fetchone()
         digest.update(f"{table}\t{value}\n".encode())
     return digest.hexdigest()
+
+
+def lost_connection(error: Any, conn: Any) -> bool:
+    """Whether ``error`` came from outside the statement: the connection is gone (terminated by another
+    session, the server down or restarting) or the server refused it (SQLSTATE class 08, 57P01-57P03)."""
+    sqlstate = getattr(error, "sqlstate", None) or ""
+    return bool(conn.broken or conn.closed) or sqlstate.startswith("08") or sqlstate in _OPERATOR_INTERVENTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +180,7 @@ class PostgresRunner:
         try:
             conn = self._connection(location, limits)
         except psycopg.Error as error:
-            return ExecResult("error", error=f"cannot open database: {error_message(error)}")
+            return ExecResult("error", error=f"cannot open database: {error_message(error)}", failed_outside=True)
         deadline = Deadline(limits.timeout_s, conn.cancel_safe)
         rows: list[Row] = []
         try:
@@ -186,13 +195,15 @@ class PostgresRunner:
             elapsed = time.perf_counter() - start
             if deadline.fired.is_set() or "statement timeout" in str(error):
                 return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
-            return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
+            # not our deadline: another session cancelled it (pg_cancel_backend)
+            return ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=True)
         except (psycopg.Error, ValueError, OverflowError, UnicodeError) as error:
             rows.clear()
             elapsed = time.perf_counter() - start
             if isinstance(error, psycopg.errors.OutOfMemory):
                 return ExecResult("error", error="out of memory", elapsed_s=elapsed)
-            return ExecResult("error", error=error_message(error), elapsed_s=elapsed)
+            outside = isinstance(error, psycopg.Error) and lost_connection(error, conn)
+            return ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=outside)
         except MemoryError:
             rows.clear()
             return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
