@@ -9,6 +9,7 @@ the episode's ``done`` ends the exchange."""
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -69,15 +70,18 @@ class ProgressSQLEnv(vf.Env[ProgressSQLEnvConfig]):  # type: ignore[misc]
         episode = HostedEpisode(self.settings, get_format(data.format).example(row), row)
         await self._off_loop(episode.start)  # the gold runs here; a failing one marks the episode
         steps: list[HostedStep] = []
+        times: list[tuple[float, float]] = []
         async with agents.agent.interaction(task) as interaction:
+            # written before the exchange closes (verifiers scores the trace at close), also when the
+            # agent stops before its first reply (a limit, a failed model call)
+            interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks())
             segment = await interaction.turn()
             while not segment.terminated:
+                started = time.time()
                 step: HostedStep = await self._off_loop(episode.step, segment.last_reply)
                 steps.append(step)
-                # written before the exchange closes: verifiers scores the trace at close
-                interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks())
+                times.append((started, time.time()))
+                interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks(), times)
                 if step.done or step.observation is None:
                     break
                 segment = await interaction.turn(step.observation["content"])
-            if not steps:  # the agent stopped before its first reply (a limit, a failed model call)
-                interaction.trace.info[INFO_KEY] = episode_summary(steps, episode.metrics(), episode.marks())

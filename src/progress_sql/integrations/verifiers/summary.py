@@ -16,11 +16,15 @@ COMPONENT_PREFIX = "reward_"
 
 
 def episode_summary(
-    steps: Sequence[HostedStep], metrics: Mapping[str, Any], marks: Mapping[str, str]
+    steps: Sequence[HostedStep],
+    metrics: Mapping[str, Any],
+    marks: Mapping[str, str],
+    step_times: Sequence[tuple[float, float]] = (),
 ) -> dict[str, Any]:
     """The plain (JSON) summary of an episode so far: its reward (the sum of the step rewards: the
     episode's reward at its end, also with ``step_rewards``), whether it ended, why it is unscored
-    (``marks``, ``stop``), the hosted metrics and each turn's record (feedback, verdict, F, ...).
+    (``marks``, ``stop``), the hosted metrics, each turn's record (feedback, verdict, F, ...) and when
+    each step ran (``step_times``: wall-clock start and end in seconds, where scoring time went).
 
     >>> from progress_sql.integrations.hosted import HostedStep
     >>> steps = [HostedStep(None, 0.0, True, {"stop": "gold_invalid", "gold_error": "no such table"})]
@@ -38,6 +42,7 @@ def episode_summary(
         "marks": dict(marks),
         "metrics": dict(metrics),
         "turns": [dict(step.metadata) for step in steps if "stop" not in step.metadata],
+        "step_times": [[start, end] for start, end in step_times],
     }
 
 
