@@ -90,15 +90,15 @@ class Request:
 class ScriptedChat(ThreadingHTTPServer):
     """``/v1/chat/completions`` from a script: ``script[key]`` is a list of trajectories (each a list of
     answers); a new conversation whose first user message contains ``key`` takes the next trajectory in
-    turn, later turns continue the trajectory whose earlier answers the conversation holds. Every
-    answer takes ``delay`` seconds."""
+    turn, later turns continue the trajectory whose earlier answers the conversation holds. The answer
+    of turn k takes ``delays[k]`` seconds (the last one for later turns)."""
 
     daemon_threads = True
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), ScriptedHandler)
         self.script: dict[str, list[list[str]]] = {}
-        self.delay = 0.0
+        self.delays: tuple[float, ...] = (0.0,)
         self.requests: list[Request] = []
         self._started: dict[str, int] = {}
         self._open = 0
@@ -109,10 +109,10 @@ class ScriptedChat(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-    def reset(self, script: Mapping[str, Sequence[Sequence[str]]], delay: float = 0.0) -> None:
+    def reset(self, script: Mapping[str, Sequence[Sequence[str]]], delays: Sequence[float] = (0.0,)) -> None:
         with self.lock:
             self.script = {key: [list(t) for t in trajectories] for key, trajectories in script.items()}
-            self.delay, self.requests, self._started, self.most_open = delay, [], {}, 0
+            self.delays, self.requests, self._started, self.most_open = tuple(delays), [], {}, 0
 
     def answer(self, messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, int, str]:
         opening = next((str(m["content"]) for m in messages if m["role"] == "user"), "")
@@ -160,7 +160,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server._open += 1
             self.server.most_open = max(self.server.most_open, self.server._open)
-        time.sleep(self.server.delay if key is not None else 0.0)
+        time.sleep(self.server.delays[min(turn, len(self.server.delays) - 1)] if key is not None else 0.0)
         with self.server.lock:
             self.server._open -= 1
             self.server.requests.append(Request(arrived, time.monotonic(), key, turn, body))

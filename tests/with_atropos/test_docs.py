@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,13 +33,15 @@ def blocks() -> list[tuple[str, str, str]]:
 
 
 def localised(code: str, chat: ScriptedChat, tokenizer_dir: Path) -> str:
-    return (
+    """The page's text with the test's tokenizer, model, server and Python in place of the user's (the
+    page's commands start their lines: ``progress-sql ...`` and ``python -m ...``)."""
+    code = (
         code.replace(f"tokenizer_name: {USER_MODEL}", f"tokenizer_name: {tokenizer_dir}")
         .replace(f"model_name: {USER_MODEL}", f"model_name: {MODEL}")
         .replace(USER_SERVER, chat.base_url)
-        .replace("progress-sql ", f"{sys.executable} -m progress_sql ")
-        .replace("python -m ", f"{sys.executable} -m ")
     )
+    code = re.sub(r"(?m)^progress-sql ", f"{sys.executable} -m progress_sql ", code)
+    return re.sub(r"(?m)^python -m ", f"{sys.executable} -m ", code)
 
 
 def test_the_page_has_what_the_test_runs() -> None:
@@ -55,13 +56,19 @@ def test_the_page_has_what_the_test_runs() -> None:
 def test_the_pages_commands_export_process_and_evaluate(
     tmp_path: Path, chat: ScriptedChat, tokenizer_dir: Path
 ) -> None:
+    # Spider's layout: train on music, dev on a database of another schema (the leakage guard's rule).
     spider = tmp_path / "data" / "spider"
     build_database("music.sql", spider / "database")
-    questions = REPO_ROOT / "tests" / "fixtures" / "music_questions.json"
-    for name in ("train_spider.json", "dev.json"):
-        shutil.copy(questions, spider / name)
+    build_database("shop.sql", spider / "database")
+    questions = json.loads((REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"))
+    dev = [{"db_id": "shop", "question": "How many items are there?", "query": "SELECT count(*) FROM item",
+            "hardness": "easy"},
+           {"db_id": "shop", "question": "Which items cost more than 5?",
+            "query": "SELECT name FROM item WHERE price > 5", "hardness": "easy"}]  # fmt: skip
+    (spider / "train_spider.json").write_text(json.dumps(questions), encoding="utf-8")
+    (spider / "dev.json").write_text(json.dumps(dev), encoding="utf-8")
     script = {q["question"]: [[f"<sql>{q['query']}</sql>"], ["<sql>SELECT 1</sql>", f"<sql>{q['query']}</sql>"]]
-              for q in json.loads(questions.read_text(encoding="utf-8"))}  # fmt: skip
+              for q in questions + dev}  # fmt: skip
     chat.reset(script)
 
     for language, above, code in blocks():

@@ -26,7 +26,10 @@ RIGHT_AT_ONCE = f"<think>singers, at once</think><sql>{GOLD}</sql>"
 ENDLESS_TOO = ENDLESS.replace("count forever", "count on and on")
 QUESTIONS = [f"How many singers are there, batch {letter}?" for letter in "ABCDEFGH"]
 PATHOLOGICAL = QUESTIONS[5]
-GROUP_SIZE, TIMEOUT_S, DELAY_S = 4, 6.0, 1.0
+GROUP_SIZE, TIMEOUT_S = 4, 6.0
+#: Seconds the model takes for a first answer and a later one: the first answers of all 32 episodes
+#: overlap, whatever order the episodes' gold queries were prepared in.
+DELAYS_S = (3.0, 0.5)
 
 
 def http(url: str, body: dict[str, Any] | None = None) -> Any:
@@ -71,10 +74,10 @@ def test_32_episodes_at_once_and_a_pathological_query_does_not_stall_the_others(
                                                 for i, q in enumerate(QUESTIONS)])  # fmt: skip
     script = {q: [[WRONG, RIGHT], [RIGHT_AT_ONCE]] for q in QUESTIONS}
     script[PATHOLOGICAL] = [[ENDLESS, ENDLESS], [ENDLESS_TOO, RIGHT]]
-    chat.reset(script, delay=DELAY_S)
+    chat.reset(script, delays=DELAYS_S)
     # The trainer's side: register, then the first /batch starts the run (environments may register).
     http(f"{api}/register", {"wandb_group": "g", "wandb_project": "p", "batch_size": 8 * GROUP_SIZE,
-                             "max_token_len": 4096, "checkpoint_dir": "", "save_checkpoint_interval": -1,
+                             "max_token_len": 8192, "checkpoint_dir": "", "save_checkpoint_interval": -1,
                              "starting_step": 0, "num_steps": 100})  # fmt: skip
     assert http(f"{api}/batch") == {"batch": None}
     log = (tmp_path / "serve.log").open("w")
@@ -107,15 +110,15 @@ def test_32_episodes_at_once_and_a_pathological_query_does_not_stall_the_others(
     slow = chat.requests_of(PATHOLOGICAL)
     slow_first = [r for r in slow if r.turn == 0][:GROUP_SIZE]
     slow_second = [r for r in slow if r.turn == 1][:GROUP_SIZE]
-    assert min(r.arrived for r in slow_second) - max(r.answered for r in slow_first) >= TIMEOUT_S
+    # the query ran to its timeout: no second turn came sooner than timeout_s after the first answer
+    assert min(r.arrived for r in slow_second) - min(r.answered for r in slow_first) >= TIMEOUT_S
     for question in QUESTIONS:
         if question == PATHOLOGICAL:
             continue
         mine = chat.requests_of(question)
-        first_round = [r for r in mine if r.turn == 0][:GROUP_SIZE] + [r for r in mine if r.turn == 1][:2]
+        second_turns = [r for r in mine if r.turn == 1][:2]  # the first group's two episodes that needed one
         # each fast episode got its feedback and answered again while the slow query was still running
-        assert max(r.arrived for r in first_round) < min(r.arrived for r in slow_second)
-        assert max(r.answered for r in first_round) - min(r.arrived for r in first_round) < TIMEOUT_S
+        assert max(r.answered for r in second_turns) < min(r.arrived for r in slow_second)
 
     # What the trainer pulled: groups of 4 sequences with Atropos's fields and our marks.
     for group in groups:
