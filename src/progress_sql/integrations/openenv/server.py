@@ -22,7 +22,7 @@ from progress_sql.integrations.openenv.models import SQLAction, SQLObservation
 from progress_sql.integrations.openenv.rows import DEFAULT_ROW_FORMAT, load_rows, read_rows
 
 #: Concurrent sessions when the settings say nothing: TRL opens one WebSocket per generation, and its
-#: OpenEnv guide asks for at least ``generation_batch_size`` (trl docs/source/openenv.md, "Server concurrency").
+#: OpenEnv guide asks for at least ``generation_batch_size`` (its section "Server concurrency").
 DEFAULT_MAX_SESSIONS = 64
 #: Settings of the server itself, not of the episodes: the exported rows' shape (``trl``, ``skyrl``,
 #: ``verl``), how many sessions may be open at once, and after how many idle seconds one is closed.
@@ -46,7 +46,8 @@ def served_rows(rows: Path, settings: Mapping[str, Any]) -> ServedRows:
 
 def concurrency(settings: Mapping[str, Any]) -> ConcurrencyConfig:
     server, _ = split_settings(settings)
-    sessions = int(server.get("max_sessions") or DEFAULT_MAX_SESSIONS)
+    given = server.get("max_sessions")
+    sessions = DEFAULT_MAX_SESSIONS if given is None else int(given)
     if sessions < 1:
         raise ConfigError(f"max_sessions must be >= 1, got {sessions}")
     timeout = server.get("session_timeout_s")
