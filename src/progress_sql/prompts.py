@@ -247,6 +247,20 @@ def feedback_prompt(message: str, *, codes: Sequence[str] = (), db_engine: str =
     return f"Feedback: {message} {revision_instruction(db_engine)}"
 
 
+#: How an oracle-free feedback turn begins (``execution_prompt``; the compact format reads it).
+EXECUTION_HEAD = "Execution: "
+
+
+def execution_prompt(observation: str, *, db_engine: str = "SQLite") -> str:
+    """Round-2+ user message of the oracle-free feedback kind: the database's observation of the answer,
+    then the usual closing instruction.
+
+    >>> execution_prompt("Your query returned 0 row(s); first rows: no rows.").split(" Revise")[0]
+    'Execution: Your query returned 0 row(s); first rows: no rows.'
+    """
+    return f"{EXECUTION_HEAD}{observation} {revision_instruction(db_engine)}"
+
+
 # -- conversation formats: messages -> model text (docs/data.md#prompts-and-conversation-formats) ---
 
 _CODES = re.compile(r"structural issues: ([A-Z_, ]+)\.")
@@ -287,6 +301,8 @@ class CompactFormat:
     '\\nF: JOIN_MISSING WHERE_ERROR\\nA:'
     >>> fmt.feedback(user_answer_prompt("Oldest first."))
     '\\nU: Oldest first.\\nA:'
+    >>> fmt.feedback(execution_prompt("The database reported: no such column: nme"))
+    '\\nE: The database reported: no such column: nme\\nA:'
     """
 
     def prompt(self, db_id: str, question: str) -> str:
@@ -301,6 +317,9 @@ class CompactFormat:
     def feedback(self, message: str) -> str:
         if message.startswith("User: "):  # the reply to a clarifying question: its words are the point
             return f"\nU: {' '.join(message[6:].split(' Revise your previous answer')[0].split())}\nA:"
+        if message.startswith(EXECUTION_HEAD):  # the oracle-free feedback kind: the observation is the point
+            observation = message[len(EXECUTION_HEAD) :].split(" Revise your previous answer")[0]
+            return f"\nE: {' '.join(observation.split())}\nA:"
         return f"\nF: {feedback_codes(message)}\nA:"
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from progress_sql.odt import Diagnosis, OdtConfig
 from progress_sql.odt.feedback import feedback_text
-from progress_sql.prompts import revision_instruction
+from progress_sql.prompts import execution_prompt
 from progress_sql.registry import lookup
 from progress_sql.types import ExecResult, Verdict
 
@@ -96,7 +96,7 @@ def _execution(given: FeedbackInput) -> str:
         observation = "Your statements ran without an error."
     else:
         observation = execution_observation(result, given.preview_rows)
-    return f"Execution: {observation} {revision_instruction(given.odt.db_engine)}"
+    return execution_prompt(observation, db_engine=given.odt.db_engine)
 
 
 FEEDBACK_KINDS: Mapping[str, FeedbackKind] = {
