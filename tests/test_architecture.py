@@ -35,22 +35,25 @@ def test_no_module_imports_from_a_layer_above_it_and_only_integrations_imports_a
     assert "Contracts: 4 kept, 0 broken" in run.stdout
 
 
-def test_the_trainer_contract_names_every_top_level_module_but_integrations() -> None:
-    (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden" and "trainer" in str(c["name"])]
+def _top_level_modules() -> set[str]:
+    """The package's modules and subpackages; ``__main__`` (``python -m progress_sql``, the same entry
+    point as the ``progress-sql`` script) sits above every layer, as the script does."""
     package = ROOT / "src" / "progress_sql"
-    top = {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
+    return {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")} | {
         p.name for p in package.iterdir() if (p / "__init__.py").is_file()
     }
+
+
+def test_the_trainer_contract_names_every_top_level_module_but_integrations() -> None:
+    (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden" and "trainer" in str(c["name"])]
+    top = _top_level_modules()
     named = {str(m).removeprefix("progress_sql.") for m in forbidden["source_modules"]}  # type: ignore[union-attr]
     assert named == top - {"integrations"}
 
 
 def test_every_package_has_a_layer_and_docs_architecture_lists_the_same_order() -> None:
     layers = _layers()
-    package = ROOT / "src" / "progress_sql"
-    top = {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
-        p.name for p in package.iterdir() if (p / "__init__.py").is_file()
-    }
+    top = _top_level_modules()
     in_layers = {name.strip() for layer in layers for name in layer.split("|")}
     assert in_layers == top
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
