@@ -1,5 +1,5 @@
 """The refinement environment as an OpenEnv ``Environment`` (openenv-core 0.3.0,
-openenv/core/env_server/interfaces.py:93): one instance per WebSocket session (OpenEnv's server makes
+openenv/core/env_server/interfaces.py:98): one instance per WebSocket session (OpenEnv's server makes
 one per session and steps it on that session's own thread), each reset plays one exported row as a
 :class:`~progress_sql.integrations.hosted.HostedEpisode`."""
 

@@ -26,7 +26,7 @@ class SQLObservation(Observation):  # type: ignore[misc]
     ``record``: the turn's record (the fields of :class:`~progress_sql.env.records.TurnRecord`, with
     ``gold_error``/``database_error`` and ``stop`` on an unscored step); empty on reset. It travels as
     a field because OpenEnv's wire format leaves ``metadata`` out (serialize_observation,
-    openenv/core/env_server/serialization.py:150-171); the client puts it back into ``metadata``.
+    openenv/core/env_server/serialization.py:136-171); the client puts it back into ``metadata``.
     ``episode``: which row is played and why it cannot be scored, if so (on every observation).
     ``metrics``: the episode's summary once it is over (turns, asks, match, k_star, reward)."""
 

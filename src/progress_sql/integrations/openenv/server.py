@@ -1,5 +1,5 @@
 """The OpenEnv server: OpenEnv's own FastAPI app (``create_app``, openenv-core 0.3.0
-openenv/core/env_server/http_server.py:1349) over :class:`ProgressSQLEnvironment`, so the routes, the
+openenv/core/env_server/http_server.py:1515) over :class:`ProgressSQLEnvironment`, so the routes, the
 WebSocket session protocol and the error shapes are OpenEnv's. Settings: the episodes' (the profile,
 any :class:`~progress_sql.env.core.EnvConfig` field, ``step_rewards``, ``execution_workers``; see
 :func:`~progress_sql.integrations.hosted.host_settings`) plus the server's :data:`SERVER_KEYS`."""
