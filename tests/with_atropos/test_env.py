@@ -12,7 +12,7 @@ import pytest
 from atroposlib.envs.base import APIServerConfig
 from pydantic import ValidationError
 
-from progress_sql.integrations.atropos import ProgressSQLAtroposEnv, ProgressSQLEnvConfig
+from progress_sql.integrations.atropos import ProgressSQLAtroposConfig, ProgressSQLAtroposEnv
 from progress_sql.profiles import PROFILES
 from progress_sql.types import Example
 from tests.with_atropos.conftest import (
@@ -38,7 +38,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory, music_db: Path) -> Path:
 
 
 def make_env(chat: ScriptedChat, tokenizer_dir: Path, rows: Path, **settings: Any) -> ProgressSQLAtroposEnv:
-    config = ProgressSQLEnvConfig(**{
+    config = ProgressSQLAtroposConfig(**{
         "rows": str(rows), "tokenizer_name": str(tokenizer_dir), "use_wandb": False, "group_size": 2,
         "shuffle_rows": False, "max_token_length": 8192, **settings,
     })  # fmt: skip
@@ -158,7 +158,7 @@ def test_settings_reach_every_episode(chat: ScriptedChat, tokenizer_dir: Path, r
 )
 def test_bad_settings_are_pydantic_validation_errors(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        ProgressSQLEnvConfig(**settings)
+        ProgressSQLAtroposConfig(**settings)
 
 
 def test_the_command_line_answers_a_bad_setting_with_atropos_error(tmp_path: Path, chat: ScriptedChat) -> None:

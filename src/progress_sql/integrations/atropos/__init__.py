@@ -4,8 +4,8 @@ Atropos's own command line, ``python -m progress_sql.integrations.atropos serve|
 
 from progress_sql.integrations.atropos.env import (
     PlayedEpisode,
+    ProgressSQLAtroposConfig,
     ProgressSQLAtroposEnv,
-    ProgressSQLEnvConfig,
     episode_marks,
     scored_item,
 )
@@ -13,8 +13,8 @@ from progress_sql.integrations.atropos.rows import RowItem, load_rows, read_item
 
 __all__ = [
     "PlayedEpisode",
+    "ProgressSQLAtroposConfig",
     "ProgressSQLAtroposEnv",
-    "ProgressSQLEnvConfig",
     "RowItem",
     "episode_marks",
     "load_rows",

@@ -35,7 +35,7 @@ from progress_sql.integrations.hosted import (
 from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.prompts import Message
 
-__all__ = ["PlayedEpisode", "ProgressSQLAtroposEnv", "ProgressSQLEnvConfig", "episode_marks", "scored_item"]
+__all__ = ["PlayedEpisode", "ProgressSQLAtroposConfig", "ProgressSQLAtroposEnv", "episode_marks", "scored_item"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,7 +45,7 @@ T = TypeVar("T")
 STOP_DONE, STOP_CONTEXT = "done", "context"
 
 
-class ProgressSQLEnvConfig(BaseEnvConfig):  # type: ignore[misc]
+class ProgressSQLAtroposConfig(BaseEnvConfig):  # type: ignore[misc]
     """Atropos's environment settings plus ours; each is also a ``--env.NAME`` option and an ``env:``
     key of the YAML ``--config`` file. Bad values fail when Atropos builds this config (a pydantic
     ``ValidationError`` naming the field)."""
@@ -103,7 +103,7 @@ class ProgressSQLEnvConfig(BaseEnvConfig):  # type: ignore[misc]
         return value
 
     @model_validator(mode="after")
-    def _valid_settings(self) -> ProgressSQLEnvConfig:
+    def _valid_settings(self) -> ProgressSQLAtroposConfig:
         self.host_settings()  # unknown EnvConfig keys and bad values fail here, not in the first episode
         return self
 
@@ -200,11 +200,12 @@ class ProgressSQLAtroposEnv(BaseEnv):  # type: ignore[misc]
     them into a ``ScoredDataGroup``); SQL runs on threads, so a slow query holds one episode only."""
 
     name = "progress_sql"
-    env_config_cls = ProgressSQLEnvConfig
+    env_config_cls = ProgressSQLAtroposConfig
+    tokenizer: Any  # BaseEnv's, wrapped in TokenIdsTokenizer
 
     def __init__(
         self,
-        config: ProgressSQLEnvConfig,
+        config: ProgressSQLAtroposConfig,
         server_configs: Any,
         slurm: bool = False,
         testing: bool = False,
@@ -222,9 +223,9 @@ class ProgressSQLAtroposEnv(BaseEnv):  # type: ignore[misc]
         self._eval_metrics: dict[str, float] = {}
 
     @classmethod
-    def config_init(cls) -> tuple[ProgressSQLEnvConfig, list[Any]]:
+    def config_init(cls) -> tuple[ProgressSQLAtroposConfig, list[Any]]:
         """Defaults of the CLI: one OpenAI-compatible server (``--openai.*`` overrides it)."""
-        config = ProgressSQLEnvConfig(wandb_name=cls.name, group_size=8, max_token_length=4096)
+        config = ProgressSQLAtroposConfig(wandb_name=cls.name, group_size=8, max_token_length=4096)
         server = APIServerConfig(model_name="default", base_url="http://localhost:9001/v1", api_key="x")
         return config, [server]
 
