@@ -46,6 +46,32 @@ def test_every_fixture_example_conforms(
         assert len(report.checked) >= 6
 
 
+def probe_policies(gold: str) -> dict[str, list[str]]:
+    """Probes, invalid turns and answers in ``<solution>``."""
+    look, solve = "<think>look</think><sql>SELECT 1</sql>", "<think>so</think><solution>{}</solution>"
+    return {
+        "probe then right": [look, solve.format(gold)],
+        "wrong then right": [solve.format("SELECT 2"), look, solve.format(gold), look, look],
+        "only probes": [look, "no tags at all", look, look, look],
+    }
+
+
+@pytest.mark.parametrize("policy", ["probe then right", "wrong then right", "only probes"])
+@pytest.mark.parametrize(
+    "config",
+    [EnvConfig(protocol="probe", feedback="execution"), EnvConfig(protocol="skyrl", max_turns=5, reward="skyrl-sql")],
+)
+def test_every_fixture_example_conforms_under_the_probe_protocols(
+    music_dir: Path, lenses_db: Path, pool: ExecutionPool, policy: str, config: EnvConfig
+) -> None:
+    """The same rules, where a probe or an invalid turn is no answer and (skyrl) any answer ends the episode."""
+    store = make_store(config, pool=pool)
+    for example in fixture_examples(music_dir, lenses_db):
+        report = check_env(lambda: SQLRefineEnv(config, store=store), example, probe_policies(example.gold_sql)[policy])
+        assert report.ok, f"example {example.index}: {report.failures}"
+        assert len(report.checked) >= 6
+
+
 class EarlyStopEnv(SQLRefineEnv):
     """A broken environment: it reports truncation after the first turn."""
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from progress_sql.env.core import SQLRefineEnv, StepResult
+from progress_sql.env.protocols import get_protocol
 from progress_sql.types import Example
 
 
@@ -57,6 +58,8 @@ def check_env(make_env: Callable[[], SQLRefineEnv], example: Example, responses:
     roles, steps = _episode(first, example, responses)
     _, replay = _episode(second, example, responses)
     budget = first.config.max_turns
+    # Under a protocol whose first answer ends the episode (SkyRL-SQL's), any answer terminates it.
+    answer_ends = get_protocol(first.config.protocol).answer_ends_episode
     rule("reset gives system and user messages", roles == ["system", "user"], f"roles were {roles}")
     rule(
         "deterministic for the same actions",
@@ -69,10 +72,11 @@ def check_env(make_env: Callable[[], SQLRefineEnv], example: Example, responses:
     for index, step in enumerate(steps, start=1):
         last = index == len(steps) and ended
         rule(f"turn {index}: not both terminated and truncated", not (step.terminated and step.truncated), "both set")
-        rule(f"turn {index}: terminated iff matched", step.terminated == step.info.match, "terminated != match")
+        ends = step.info.match or (answer_ends and step.info.action == "sql")
+        rule(f"turn {index}: terminated iff matched", step.terminated == ends, "terminated != match")
         rule(
             f"turn {index}: truncated only at the budget without a match",
-            step.truncated == (not step.info.match and index == budget),
+            step.truncated == (not ends and index == budget),
             f"truncated={step.truncated} at turn {index} of {budget}",
         )
         rule(f"turn {index}: no observation after the end", (step.observation is None) == last, "observation mismatch")
