@@ -12,7 +12,7 @@ import pytest
 from atroposlib.envs.base import APIServerConfig
 from pydantic import ValidationError
 
-from progress_sql.integrations.atropos import ProgressSQLAtroposConfig, ProgressSQLAtroposEnv
+from progress_sql.integrations.atropos import ProgressSQLAtroposConfig, ProgressSQLAtroposEnv, episode_marks
 from progress_sql.profiles import PROFILES
 from progress_sql.types import Example
 from tests.with_atropos.conftest import (
@@ -102,6 +102,7 @@ def test_the_context_limit_ends_an_episode_with_its_reward_so_far(
     assert played.metrics["turns"] == 1
     assert [m["role"] for m in played.messages] == ["system", "user", "assistant", "user"]
     assert played.score >= 0.0
+    assert episode_marks(played)["reward"] == played.score
     assert len(chat.requests_of(QUESTION)) == 1
 
 

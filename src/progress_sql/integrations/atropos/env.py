@@ -152,13 +152,15 @@ class TokenIdsTokenizer:
 def episode_marks(played: PlayedEpisode) -> dict[str, Any]:
     """The sequence's ``overrides`` in the group: Atropos's ``set_advantage_to_zero`` on an unscored
     episode (its example trainer zeroes such a sequence's advantage), why it stopped, the reasons of
-    an unscored one (``gold_error``, ``database_error``) and the episode's summary."""
+    an unscored one (``gold_error``, ``database_error``) and the episode's summary, whose ``reward`` is
+    the score (also for an episode the context cut, which no final turn scored)."""
     return {
         "set_advantage_to_zero": played.unscored,
         "stop": played.stop,
         "gold_error": str(played.record.get("gold_error", "")),
         "database_error": str(played.record.get("database_error", "")),
         **played.metrics,
+        "reward": played.score,
     }
 
 
