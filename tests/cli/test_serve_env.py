@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from progress_sql.cli import app
-from progress_sql.cli.serve_env import SERVERS, read_settings
-from progress_sql.errors import ConfigError
+from progress_sql.cli.serve_env import SERVERS
+from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.integrations.hosted import load_rows, read_settings
 
 runner = CliRunner()
 
@@ -49,3 +50,19 @@ def test_settings_come_from_a_file_or_a_json_object(tmp_path: Path) -> None:
         read_settings("[1, 2]")
     with pytest.raises(ConfigError, match="no file"):
         read_settings(str(tmp_path / "missing.json"))
+
+
+def test_rows_are_read_line_by_line_with_their_place_in_errors(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"a": "x\u2028y"}\n\n{"b": 2}\n', encoding="utf-8")
+    assert load_rows(rows) == [{"a": "x\u2028y"}, {"b": 2}]  # a line separator inside a string is no new row
+    rows.write_text('{"a": 1}\n[1]\n', encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"rows.jsonl:2: a row is a JSON object, got list"):
+        load_rows(rows)
+    rows.write_text("[" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"rows.jsonl:1: not a JSON row"):
+        load_rows(rows)
+    other = tmp_path / "rows.csv"
+    other.write_text("a,b\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"neither \.jsonl nor \.parquet"):
+        load_rows(other)

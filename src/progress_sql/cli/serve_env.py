@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -36,36 +34,6 @@ SERVERS: dict[str, StandardServer] = {
     "openenv": StandardServer("progress_sql.integrations.openenv.server", "openenv", "openenv", "docs/openenv.md"),
     "nemo-gym": StandardServer("progress_sql.integrations.nemo_gym.server", "nemo_gym", "nemo-gym", "docs/nemo-gym.md"),
 }
-
-
-def read_settings(value: str | None) -> dict[str, Any]:
-    """Environment settings from a ``.json``/``.yaml``/``.yml`` file named by ``value``, or ``value``
-    itself as a JSON object; none when empty.
-
-    >>> read_settings('{"timeout_s": 2}'), read_settings(None)
-    ({'timeout_s': 2}, {})
-    """
-    if not value or not value.strip():
-        return {}
-    file = Path(value)
-    if file.suffix in (".json", ".yaml", ".yml"):
-        if not file.is_file():
-            raise ConfigError(f"--settings: no file {file}")
-        text = file.read_text(encoding="utf-8")
-        if file.suffix == ".json":
-            loaded = json.loads(text)
-        else:
-            import yaml  # type: ignore[import-untyped, unused-ignore]  # every standard's package brings pyyaml
-
-            loaded = yaml.safe_load(text)
-    else:
-        try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"--settings: neither a .json/.yaml file nor a JSON object ({error.msg})") from None
-    if not isinstance(loaded, Mapping):
-        raise ConfigError(f"--settings holds {type(loaded).__name__}, not a mapping of settings")
-    return dict(loaded)
 
 
 SETTINGS_HELP = (
@@ -92,8 +60,10 @@ def serve_env_command(
         common.fail(f"unknown standard {standard!r}; served: {', '.join(SERVERS)}")
     if not rows.is_file():
         common.fail(f"--rows: no file {rows} (write one with progress-sql export)")
+    from progress_sql.integrations.hosted import read_settings
+
     try:
-        given = read_settings(settings)
+        given = read_settings(settings, what="--settings")
     except ConfigError as error:
         common.fail(str(error))
     given.setdefault("profile", profile)

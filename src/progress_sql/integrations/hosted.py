@@ -6,6 +6,7 @@ execution pool per process, and turns a failing gold or a missing database into 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -190,3 +191,76 @@ class HostedEpisode:
             "k_star": trajectory.k_star or 0,
             "reward": last.reward.total if last is not None and last.reward is not None else 0.0,
         }
+
+
+# ---- what a framework serves: exported rows and the episodes' settings ----------------------------
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``progress-sql export`` file (``.jsonl`` or ``.parquet``), in file order; a missing
+    file, another suffix or a line that is not a JSON object is a one-line error naming the place."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"rows: no file {file} (write one with progress-sql export)")
+    if file.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConfigError(f"reading {file} needs pyarrow: pip install 'progress-sql[export]'") from None
+        return [dict(row) for row in pq.read_table(file).to_pylist()]
+    if file.suffix not in (".jsonl", ".json"):
+        raise ConfigError(f"rows: {file} is neither .jsonl nor .parquet")
+    rows: list[dict[str, Any]] = []
+    with file.open(encoding="utf-8", newline="\n") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, RecursionError, ValueError) as error:
+                reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
+                raise DatasetError(f"{file}:{number}: not a JSON row ({reason})") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{file}:{number}: a row is a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    return rows
+
+
+def read_settings_file(path: str | Path, *, what: str = "settings") -> dict[str, Any]:
+    """The settings in a ``.json``, ``.yaml`` or ``.yml`` file (one mapping); ``what`` names the option
+    or key in the errors."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{what}: no file {file}")
+    text = file.read_text(encoding="utf-8")
+    if file.suffix in (".yaml", ".yml"):
+        import yaml  # type: ignore[import-untyped, unused-ignore]  # every framework here brings pyyaml
+
+        loaded = yaml.safe_load(text)
+    elif file.suffix == ".json":
+        loaded = json.loads(text)
+    else:
+        raise ConfigError(f"{what}: {file} is neither .json nor .yaml/.yml")
+    if not isinstance(loaded, Mapping):
+        raise ConfigError(f"{what}: {file} holds {type(loaded).__name__}, not a mapping of settings")
+    return dict(loaded)
+
+
+def read_settings(value: str | Path | None, *, what: str = "settings") -> dict[str, Any]:
+    """Settings from a ``.json``/``.yaml``/``.yml`` file named by ``value``, or ``value`` itself as a
+    JSON object; none when empty.
+
+    >>> read_settings('{"timeout_s": 2}'), read_settings(None)
+    ({'timeout_s': 2}, {})
+    """
+    if value is None or not str(value).strip():
+        return {}
+    if Path(value).suffix in (".json", ".yaml", ".yml"):
+        return read_settings_file(value, what=what)
+    try:
+        loaded = json.loads(str(value))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{what}: neither a .json/.yaml file nor a JSON object ({error.msg})") from None
+    if not isinstance(loaded, Mapping):
+        raise ConfigError(f"{what} hold {type(loaded).__name__}, not a mapping of settings")
+    return dict(loaded)

@@ -6,7 +6,6 @@ whose skyrl-free parts (:func:`entry_settings`, :func:`run_registered`) live her
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from progress_sql.integrations.hosted import (
     HostSettings,
     close_pools,
     host_settings,
+    read_settings_file,
 )
 
 __all__ = ["ProgressSQLEnv", "close_pools", "entry_settings", "register_env", "run_registered", "settings"]
@@ -48,21 +48,7 @@ def settings(env_config: Any, extras: Mapping[str, Any], defaults: Mapping[str, 
 
 def load_settings_file(path: str | Path) -> dict[str, Any]:
     """The environment settings in a ``.json``, ``.yaml`` or ``.yml`` file (one mapping)."""
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"{SETTINGS_FILE_KEY}: no file {file}")
-    text = file.read_text(encoding="utf-8")
-    if file.suffix in (".yaml", ".yml"):
-        import yaml  # type: ignore[import-untyped, unused-ignore]  # SkyRL's config module needs pyyaml
-
-        loaded = yaml.safe_load(text)
-    elif file.suffix == ".json":
-        loaded = json.loads(text)
-    else:
-        raise ConfigError(f"{SETTINGS_FILE_KEY}: {file} is neither .json nor .yaml/.yml")
-    if not isinstance(loaded, Mapping):
-        raise ConfigError(f"{SETTINGS_FILE_KEY}: {file} holds {type(loaded).__name__}, not a mapping of settings")
-    return dict(loaded)
+    return read_settings_file(path, what=SETTINGS_FILE_KEY)
 
 
 def entry_settings(section: Mapping[str, Any], stepping_threads: int) -> dict[str, Any]:

@@ -9,7 +9,6 @@ the top level, as its SQL servers read them (``resources_servers/bird_sql``: ``q
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.export.formats import GOLD_FIELD, trl_example, write_rows
+from progress_sql.integrations.hosted import load_rows
 from progress_sql.types import Example
 
 #: The key of a NeMo Gym row holding the model's request (``BaseRunRequest.responses_create_params``).
@@ -68,34 +68,6 @@ def nemo_gym_row(row: Mapping[str, Any], *, agent: str | None = None) -> dict[st
     if agent:
         converted[AGENT_REF_FIELD] = {"type": "responses_api_agents", "name": agent}
     return converted
-
-
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of an exported ``.jsonl`` or ``.parquet`` file, in file order."""
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"rows: no file {file} (write one with progress-sql export)")
-    if file.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError(f"reading {file} needs pyarrow: pip install 'progress-sql[export]'") from None
-        return [dict(row) for row in pq.read_table(file).to_pylist()]
-    if file.suffix not in (".jsonl", ".json"):
-        raise ConfigError(f"rows: {file} is neither .jsonl nor .parquet")
-    rows: list[dict[str, Any]] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DatasetError(f"{file}:{number}: not a JSON row ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{file}:{number}: a row is a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
 
 
 def nemo_gym_rows(

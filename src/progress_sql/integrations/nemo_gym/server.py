@@ -43,8 +43,15 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from resources_servers.gymnasium import GymnasiumServer, extract_text  # type: ignore[import-not-found, unused-ignore]
 
 from progress_sql.errors import ConfigError, DatasetError
-from progress_sql.integrations.hosted import HostedEpisode, HostedStep, HostSettings, host_settings
-from progress_sql.integrations.nemo_gym.rows import load_rows, nemo_gym_rows, row_task
+from progress_sql.integrations.hosted import (
+    HostedEpisode,
+    HostedStep,
+    HostSettings,
+    host_settings,
+    load_rows,
+    read_settings,
+)
+from progress_sql.integrations.nemo_gym.rows import nemo_gym_rows, row_task
 from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.types import Example
 
@@ -257,19 +264,6 @@ def serve(rows: Path, *, host: str, port: int, settings: Mapping[str, Any]) -> N
     os.environ[NEMO_GYM_CONFIG_DICT_ENV_VAR_NAME] = OmegaConf.to_yaml(OmegaConf.create(config))
     os.environ[NEMO_GYM_CONFIG_PATH_ENV_VAR_NAME] = INSTANCE_NAME
     ProgressSQLResourcesServer.run_webserver()
-
-
-def read_settings(path: str | Path | None) -> dict[str, Any]:
-    """The settings in a ``.json`` or ``.yaml`` file (one mapping); none without a file."""
-    if path is None:
-        return {}
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"settings: no file {file}")
-    loaded = OmegaConf.to_container(OmegaConf.load(file), resolve=True)  # OmegaConf reads JSON as YAML
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"settings: {file} holds {type(loaded).__name__}, not a mapping of settings")
-    return {str(k): v for k, v in loaded.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,14 +4,12 @@ starts rather than in the middle of a training run; and which row a reset plays 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.errors import DatasetError
 from progress_sql.export.formats import get_format
 from progress_sql.prompts import Message
 from progress_sql.types import Example
@@ -34,33 +32,6 @@ class ExportedRow:
         if not isinstance(messages, list):
             return []
         return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-
-
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a ``.jsonl`` (or ``.json`` lines) or ``.parquet`` file, in file order."""
-    if not path.is_file():
-        raise ConfigError(f"rows: no file {path} (write one with progress-sql export)")
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError(f"reading {path} needs pyarrow: pip install 'progress-sql[export]'") from None
-        return [dict(row) for row in pq.read_table(path).to_pylist()]
-    if path.suffix not in (".jsonl", ".json"):
-        raise ConfigError(f"rows: {path} is neither .jsonl nor .parquet")
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DatasetError(f"{path}:{number}: not a JSON row ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}:{number}: a row is a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
 
 
 def read_rows(rows: Sequence[Mapping[str, Any]], row_format: str, *, where: str) -> tuple[ExportedRow, ...]:

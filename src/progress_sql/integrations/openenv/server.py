@@ -7,7 +7,6 @@ any :class:`~progress_sql.env.core.EnvConfig` field, ``step_rewards``, ``executi
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,12 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
 from progress_sql.errors import ConfigError
-from progress_sql.integrations.hosted import host_settings
+from progress_sql.integrations.hosted import host_settings, load_rows, read_settings
 from progress_sql.integrations.openenv.environment import ProgressSQLEnvironment, ServedRows
 from progress_sql.integrations.openenv.models import SQLAction, SQLObservation
-from progress_sql.integrations.openenv.rows import DEFAULT_ROW_FORMAT, load_rows, read_rows
+
+__all__ = ["build_app", "concurrency", "read_settings", "serve", "served_rows", "split_settings"]
+from progress_sql.integrations.openenv.rows import DEFAULT_ROW_FORMAT, read_rows
 
 #: Concurrent sessions when the settings say nothing: TRL opens one WebSocket per generation, and its
 #: OpenEnv guide asks for at least ``generation_batch_size`` (its section "Server concurrency").
@@ -72,33 +73,3 @@ def serve(rows: Path, *, host: str, port: int, settings: Mapping[str, Any]) -> N
     import uvicorn
 
     uvicorn.run(build_app(rows, settings), host=host, port=port)
-
-
-def read_settings(value: str) -> dict[str, Any]:
-    """Settings from a ``.json``/``.yaml``/``.yml`` file named by ``value``, or ``value`` itself as a
-    JSON object (``'{"profile": "paper", "timeout_s": 2}'``); empty: none.
-
-    >>> read_settings('{"timeout_s": 2}'), read_settings("")
-    ({'timeout_s': 2}, {})
-    """
-    if not value.strip():
-        return {}
-    file = Path(value)
-    if file.suffix in (".json", ".yaml", ".yml"):
-        if not file.is_file():
-            raise ConfigError(f"settings: no file {file}")
-        text = file.read_text(encoding="utf-8")
-        if file.suffix == ".json":
-            loaded = json.loads(text)
-        else:
-            import yaml  # type: ignore[import-untyped, unused-ignore]  # an openenv-core dependency
-
-            loaded = yaml.safe_load(text)
-    else:
-        try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"settings: neither a .json/.yaml file nor a JSON object ({error.msg})") from None
-    if not isinstance(loaded, Mapping):
-        raise ConfigError(f"settings hold {type(loaded).__name__}, not a mapping of settings")
-    return dict(loaded)
