@@ -147,13 +147,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def served(exported: tuple[Path, Path]) -> Iterator[Served]:
     rows_file, converted = exported
     port = free_port()
-    code = (
-        "import json, sys; from pathlib import Path; "
-        "from progress_sql.integrations.nemo_gym.server import serve; "
-        "serve(Path(sys.argv[1]), host='127.0.0.1', port=int(sys.argv[2]), settings=json.loads(sys.argv[3]))"
-    )
+    # `progress-sql serve-env nemo-gym` (python -m progress_sql: the package is on PYTHONPATH here)
+    argv = [sys.executable, "-m", "progress_sql", "serve-env", "nemo-gym", "--rows", str(rows_file),
+            "--port", str(port), "--settings", json.dumps(SETTINGS)]  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-c", code, str(rows_file), str(port), json.dumps(SETTINGS)],
+        argv,
         env=src_environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -66,18 +66,17 @@ def test_step_rewards_reach_the_episodes_and_add_up(rows_file: Path) -> None:
     assert any(s.reward != 0.0 for s in steps[:2])  # progress shows before the last step
 
 
-def test_serve_runs_the_server_until_stopped(rows_file: Path, tmp_path: Path) -> None:
-    """``serve`` (what a ``progress-sql serve-env openenv`` command calls) in a process of its own."""
+def test_serve_env_runs_the_server_until_stopped(rows_file: Path, tmp_path: Path) -> None:
+    """``progress-sql serve-env openenv`` (``python -m progress_sql``: the package is on PYTHONPATH here)
+    in a process of its own: the settings it was given reach the episodes."""
     port = serving.free_port()
-    code = (
-        "from pathlib import Path\n"
-        "from progress_sql.integrations.openenv.server import serve\n"
-        f"serve(Path({str(rows_file)!r}), host='127.0.0.1', port={port}, settings={json.dumps(SETTINGS)})\n"
-    )
-    process = serving.start([sys.executable, "-c", code], port=port, env={}, cwd=tmp_path, log=tmp_path / "log")
+    argv = [sys.executable, "-m", "progress_sql", "serve-env", "openenv", "--rows", str(rows_file),
+            "--port", str(port), "--settings", json.dumps(SETTINGS)]  # fmt: skip
+    process = serving.start(argv, port=port, env={}, cwd=tmp_path, log=tmp_path / "log")
     try:
         with ProgressSQLEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as env:
             assert env.reset(index=0).observation.episode["max_turns"] == SETTINGS["max_turns"]
             assert env.step(RIGHT).done
     finally:
         serving.stop(process)
+    assert f"at http://127.0.0.1:{port}" in (tmp_path / "log").read_text(encoding="utf-8")
