@@ -150,7 +150,8 @@ def test_settings_reach_every_episode(chat: ScriptedChat, tokenizer_dir: Path, r
     [
         ({"env_config": {"turns": 2}}, "unknown progress_sql env_config keys: turns"),
         ({"env_config": {"step_rewards": True}}, "Atropos scores whole sequences"),
-        ({"env_config": "{not json"}, "env_config must be a JSON object"),
+        ({"env_config": "{not json"}, "env_config: neither a .json/.yaml file nor a JSON object"),
+        ({"env_config": "/nowhere/env.yaml"}, "env_config: no file /nowhere/env.yaml"),
         ({"rows_format": "csv"}, "rows_format must be one of"),
         ({"rows": "/nowhere/rows.jsonl"}, "no file /nowhere/rows.jsonl"),
         ({"profile": "nope"}, "nope"),

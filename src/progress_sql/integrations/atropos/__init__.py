@@ -9,7 +9,7 @@ from progress_sql.integrations.atropos.env import (
     episode_marks,
     scored_item,
 )
-from progress_sql.integrations.atropos.rows import RowItem, load_rows, read_items
+from progress_sql.integrations.atropos.rows import RowItem, read_items
 
 __all__ = [
     "PlayedEpisode",
@@ -17,7 +17,6 @@ __all__ = [
     "ProgressSQLAtroposEnv",
     "RowItem",
     "episode_marks",
-    "load_rows",
     "read_items",
     "scored_item",
 ]

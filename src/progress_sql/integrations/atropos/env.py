@@ -8,7 +8,6 @@ message, up to T turns), and its score is the episode's progressive reward. Atro
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -31,6 +30,7 @@ from progress_sql.integrations.hosted import (
     HostSettings,
     close_pools,
     host_settings,
+    read_settings,
 )
 from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.prompts import Message
@@ -72,14 +72,12 @@ class ProgressSQLAtroposConfig(BaseEnvConfig):  # type: ignore[misc]
     @field_validator("env_config", mode="before")
     @classmethod
     def _env_config_from_json(cls, value: Any) -> Any:
-        """A JSON object given as text (``--env.env_config '{"timeout_s": 2}'``) reads as a mapping."""
+        """Text (what the command line gives) is a JSON object or names a ``.json``/``.yaml`` file of
+        settings (``--env.env_config '{"timeout_s": 2}'``); either reads as a mapping."""
         if isinstance(value, str):
-            try:
-                value = json.loads(value or "{}")
-            except json.JSONDecodeError as error:
-                raise ValueError(f"env_config must be a JSON object: {error.msg}") from None
+            value = read_settings(value, what="env_config")
         if not isinstance(value, Mapping):
-            raise ValueError(f"env_config must be a JSON object, got {type(value).__name__}")
+            raise ValueError(f"env_config must be a mapping of EnvConfig fields, got {type(value).__name__}")
         return dict(value)
 
     @property

@@ -1,17 +1,18 @@
-"""The exported rows an Atropos environment draws its items from (``progress-sql export``): read from a
-``.jsonl`` or ``.parquet`` file, each checked once at setup by its format's own reader, so a malformed
-row fails before the first group rather than inside a worker."""
+"""The exported rows an Atropos environment draws its items from (``progress-sql export``): read by the
+hosted frameworks' one reader (:func:`~progress_sql.integrations.hosted.load_rows`), each checked once
+at setup by its format's own reader, so a malformed row fails before the first group rather than
+inside a worker."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.errors import DatasetError
 from progress_sql.export.formats import FORMATS, get_format
+from progress_sql.integrations.hosted import load_rows
 from progress_sql.prompts import Message
 from progress_sql.types import Example
 
@@ -33,34 +34,6 @@ class RowItem:
         if not isinstance(messages, list):
             return []
         return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-
-
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a ``.jsonl`` (or ``.json`` lines) or ``.parquet`` file, in file order."""
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"rows: no file {file} (write one with progress-sql export)")
-    if file.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError(f"reading {file} needs pyarrow: pip install 'progress-sql[export]'") from None
-        return [dict(row) for row in pq.read_table(file).to_pylist()]
-    if file.suffix not in (".jsonl", ".json"):
-        raise ConfigError(f"rows: {file} is neither .jsonl nor .parquet")
-    rows: list[dict[str, Any]] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DatasetError(f"{file}:{number}: not a JSON row ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{file}:{number}: a row is a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
 
 
 def row_items(rows: list[dict[str, Any]], row_format: str, *, where: str) -> list[RowItem]:
