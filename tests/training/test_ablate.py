@@ -118,6 +118,20 @@ def test_each_arm_ran_with_its_settings(quick_run: tuple[Path, Any]) -> None:
     assert runs["gspo"].settings["algorithm"] == "gspo"
     assert runs["gspo"].settings["trainer"]["importance_sampling_level"] == "sequence"
     assert runs["progressive"].settings["algorithm"] == "grpo"
+    # the oracle-free arm's episodes got the execution observation, every other arm the ODT's tags
+    assert runs["execution-feedback"].settings["feedback"] == "execution"
+    assert {run.settings["feedback"] for arm, run in runs.items() if arm != "execution-feedback"} == {"tags"}
+    assert max(runs["execution-feedback"].turns_mean) > 1.0
+
+
+def test_the_measurement_feedback_is_one_for_every_arm_and_checked(tmp_path: Path) -> None:
+    from progress_sql.errors import ConfigError
+    from progress_sql.studies.ablate import AblateRequest, ablate_config
+
+    config = ablate_config(AblateRequest(out=tmp_path, quick=True, measure_feedback="execution"))
+    assert config.measure_feedback == "execution"
+    with pytest.raises(ConfigError, match="feedback"):
+        ablate_config(AblateRequest(out=tmp_path, quick=True, measure_feedback="gold-rows"))
 
 
 def test_no_decay_arm_pays_a_late_success_as_an_early_one() -> None:

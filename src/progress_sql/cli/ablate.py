@@ -57,6 +57,13 @@ _HELDOUT_SIZE = typer.Option(
 )
 
 
+_MEASURE_FEEDBACK = typer.Option(
+    None, "--measure-feedback",
+    help="Feedback of the multi-turn held-out measurement, the same for every arm (default: the profile's ODT "
+    "tags; execution: the execution observation only, no gold in the prompts).",
+)  # fmt: skip
+
+
 def ablate_command(
     out: Path = out_dir_option(Path("runs/ablate"), also="ablation.png, seed-<s>/; a rerun with it resumes"),
     seeds: int = typer.Option(1, "--seeds", help="Seeds 0 .. N-1, each with its own warm start and data split."),
@@ -72,6 +79,7 @@ def ablate_command(
     sft_steps: int | None = typer.Option(None, "--sft-steps", help="A recipe's warm-start steps (default: its own)."),
     heldout_size: int | None = _HELDOUT_SIZE,
     profile: str = profile_option(),
+    measure_feedback: str | None = _MEASURE_FEEDBACK,
     as_json: bool = json_option(),
     view: bool = view_option(),
 ) -> None:
@@ -92,7 +100,7 @@ def ablate_command(
 #: The options :class:`AblateRequest` takes as they are, by its field names.
 _REQUEST_OPTIONS = (
     "out", "seeds", "arms", "steps", "lr", "per_device_batch", "quick", "threads", "model", "data_dir", "sft_steps",
-    "heldout_size", "profile",
+    "heldout_size", "profile", "measure_feedback",
 )  # fmt: skip
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from progress_sql.errors import ConfigError
 from progress_sql.evaluation.stats import Accuracy, PairedChange
+from progress_sql.jsonio import read_json, read_json_lines
 from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
 from progress_sql.prompts import CompactFormat
@@ -55,8 +56,9 @@ class Arm:
     """One row of the ablation table: how its RL settings differ from the base (the default run's).
 
     ``reward_ablation`` names an arm of :data:`progress_sql.rewards.ablations.ABLATIONS` applied to the
-    base progressive configuration; ``reward``, ``turns`` and ``algorithm`` replace the base's when given
-    (the base's reward is its profile's progressive reward unless the run names another).
+    base progressive configuration; ``reward``, ``turns``, ``algorithm`` and ``feedback`` (a kind of
+    ``progress_sql.env.feedback``) replace the base's when given (the base's reward is its profile's
+    progressive reward unless the run names another).
     """
 
     name: str
@@ -66,10 +68,13 @@ class Arm:
     reward_ablation: str | None = None
     turns: int | None = None
     algorithm: str | None = None
+    feedback: str | None = None
 
     def settings(self, base: RLSettings, progressive: ProgressiveConfig) -> RLSettings:
         """``base`` changed as this arm says (validated: a constant reward raises ConfigError)."""
         env = dict(base.env)
+        if self.feedback is not None:
+            env["feedback"] = self.feedback
         if self.reward_ablation is not None:
             env["progressive"] = get_ablation(self.reward_ablation).apply(progressive)
         else:
@@ -96,6 +101,11 @@ ARMS: Mapping[str, Arm] = {
             "R_late pays a late success as an early one (Appendix E.2)", reward_ablation="no-decay"),
         Arm("no-align", "w/o R_align", "alignment-progress term off", reward_ablation="no-align"),
         Arm("no-exec", "w/o R_exec", "execution-status transition term off", reward_ablation="no-exec"),
+        Arm("execution-feedback", "Execution feedback (no gold)",
+            "multi-turn GRPO with the progressive reward, each next turn the execution observation only (the "
+            "error text or the first rows; SkyRL-SQL's kind), not the ODT's gold-derived tags: does the "
+            "oracle's feedback train a better model than the natural baseline (issue 34)",
+            feedback="execution"),
         Arm("gspo", "GSPO instead of GRPO (Table 13)",
             "the GSPO algorithm preset with the progressive reward: the paper's Table 13, not Table 3",
             algorithm="gspo"),
@@ -141,6 +151,9 @@ class AblateConfig:
     real: TrainConfig | None = None
     real_task: str = ""
     data_dir: Path | None = None
+    #: The feedback kind of the multi-turn held-out measurement (EX within T), the same for every arm:
+    #: None, the base run's (the profile's ODT tags); ``execution``, oracle-free (no gold in the prompts).
+    measure_feedback: str | None = None
 
     def __post_init__(self) -> None:
         if self.real is not None and self.real.warm_start is None:
@@ -158,6 +171,8 @@ class AblateConfig:
             get_arm(name).settings(self.base_rl, self.progressive)  # fails at once: unknown arm, constant reward
         if self.sft_steps < 1 or self.threads < 1:
             raise ConfigError("ablate needs sft_steps >= 1 and threads >= 1")
+        if self.measure_feedback is not None:
+            replace(self.base_rl, env={**self.base_rl.env, "feedback": self.measure_feedback}).env_config()
 
     @classmethod
     def quick(cls, out: Path, **overrides: Any) -> AblateConfig:
@@ -353,7 +368,7 @@ def _series(metrics: Sequence[Mapping[str, Any]], key: str) -> list[float]:
 def _step_logs(path: Path) -> list[dict[str, Any]]:
     """The arm's ``metrics.jsonl``, one row per step (an arm resumed mid-RL logged its first steps in
     the interrupted run: the file has them all; a step logged twice keeps its last row)."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_json_lines(path, "arm step log", objects=True)
     return sorted({int(row["step"]): row for row in rows}.values(), key=lambda row: int(row["step"]))
 
 
@@ -362,7 +377,8 @@ def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measu
 
     metrics = _step_logs(folder / "rl" / "metrics.jsonl")
     late_keys = sorted({k for m in metrics for k in m if k.startswith("trajectory/late_at_first_correct/")})
-    progressive = settings.env_config().progressive
+    env = settings.env_config()
+    progressive = env.progressive
     components = list(component_names(settings.reward, task_terms=False))  # the arm's own reward
     # run_rl sets the group size and temperature itself: the preset's own values would mislead here
     trainer = {
@@ -373,7 +389,7 @@ def _arm_run(arm: Arm, seed: int, settings: RLSettings, rl: Any, measured: Measu
         if k not in ("num_generations", "temperature")
     }
     recorded: dict[str, Any] = {
-        "reward": settings.reward, "turns": settings.turns, "algorithm": settings.preset,
+        "reward": settings.reward, "turns": settings.turns, "algorithm": settings.preset, "feedback": env.feedback,
         "trainer": trainer, "steps": settings.steps,
         "prompts_per_step": settings.prompts_per_step, "generations": settings.generations,
         "learning_rate": settings.learning_rate, "temperature": settings.temperature, "seed": settings.seed,
@@ -395,6 +411,11 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(plain(data)) + "\n", encoding="utf-8")
 
 
+def _measured_rl(rl: RLSettings, feedback: str | None) -> RLSettings:
+    """The settings whose environment the held-out measurement runs in: ``rl``'s, with ``feedback``."""
+    return rl if feedback is None else replace(rl, env={**rl.env, "feedback": feedback})
+
+
 class _EmbeddedSeed:
     """One seed of the embedded default: its data, its warm start (made or read back) and its RL prompts."""
 
@@ -402,7 +423,7 @@ class _EmbeddedSeed:
         from progress_sql.training.recipe import embedded_data, rl_prompts, warm_start
 
         self.base = config.train_config(seed)
-        self.rl = config.rl
+        self.rl = _measured_rl(config.rl, config.measure_feedback)
         self.turns = config.rl.turns
         self.fmt = CompactFormat()
         embedded = embedded_data(self.base)
@@ -449,6 +470,7 @@ class _RealSeed:
         self.model = warm_started(self.setup)
         self.sets = config.sets
         self.turns = self.setup.config.heldout.turns
+        self.feedback = config.measure_feedback
         self.tokenizer = self.setup.tokenizer
         self.sft = self.setup.result.sft
         self.prompts = self.setup.rl_prompts()
@@ -456,7 +478,7 @@ class _RealSeed:
         self.before_warm_start = Measured.of(base, next(iter(base.values())).turns, self.sets)
 
     def measure(self, model: Any, label: str, phase: Phase) -> Measured:
-        return Measured.of(self.setup.measure(model, label), self.turns, self.sets)
+        return Measured.of(self.setup.measure(model, label, feedback=self.feedback), self.turns, self.sets)
 
     def policy(self) -> Any:
         warm = self.setup.config.warm_start.steps > 0
@@ -483,7 +505,7 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
             result.base[seed] = source.before_warm_start
         warm_file = source.base.out / "warm.json"
         if warm_file.is_file():
-            result.warm[seed] = Measured.from_dict(json.loads(warm_file.read_text(encoding="utf-8")))
+            result.warm[seed] = Measured.from_dict(read_json(warm_file, "warm start record"))
         else:
             result.warm[seed] = source.measure(source.model, f"seed {seed}: EX of the warm start", phase)
             _write_json(warm_file, result.warm[seed])
@@ -492,7 +514,7 @@ def run_ablate(config: AblateConfig, phase: Phase) -> AblateResult:
             arm = get_arm(name)
             folder = arm_folder(source.base.out / "arms", arm)
             if (folder / DONE_MARKER).is_file():
-                finished = ArmRun.from_dict(json.loads((folder / "result.json").read_text(encoding="utf-8")))
+                finished = ArmRun.from_dict(read_json(folder / "result.json", "arm result"))
                 result.runs.append(replace(finished, arm=arm.name))  # one written under a former name too
                 result.resumed.append(f"{name}@seed{seed}")
                 arms_done(1)
@@ -707,6 +729,8 @@ class AblateRequest:
     heldout_size: int | None = None
     #: The profile of every arm's environment and of the base reward (``progress_sql.profiles``).
     profile: str = DEFAULT_PROFILE
+    #: The feedback kind of the multi-turn held-out measurement (AblateConfig.measure_feedback).
+    measure_feedback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -731,7 +755,8 @@ def ablate_config(request: AblateRequest) -> AblateConfig:
                 "--data-dir, --sft-steps and --heldout-size are a recipe's: use them with --recipe or --model"
             )
         build = AblateConfig.quick if request.quick else AblateConfig
-        config = build(request.out, seeds=request.seeds, arms=chosen, threads=request.threads or 1)
+        config = build(request.out, seeds=request.seeds, arms=chosen, threads=request.threads or 1,
+                       measure_feedback=request.measure_feedback)  # fmt: skip
         return replace(config, rl=replace(config.rl, **{k: v for k, v in rl_given.items() if v is not None}))
     from progress_sql.training.pretrained import recipe, recipe_config, recipe_for_model
 
@@ -745,7 +770,7 @@ def ablate_config(request: AblateRequest) -> AblateConfig:
         warm_start_steps=request.sft_steps, heldout_size=request.heldout_size, threads=request.threads,
     )  # fmt: skip
     return AblateConfig(out=request.out, seeds=request.seeds, arms=chosen, real=real, real_task=real_recipe.task,
-                        data_dir=request.data_dir)  # fmt: skip
+                        data_dir=request.data_dir, measure_feedback=request.measure_feedback)  # fmt: skip
 
 
 def run_ablation(request: AblateRequest, phase: Phase) -> AblateRun:

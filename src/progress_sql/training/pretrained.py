@@ -300,12 +300,17 @@ class RealSetup:
         train_top_layers(model, self.config.trainable_layers)
         return model
 
-    def measure(self, model: Any, label: str, *, turns: int | None = None) -> dict[str, SetMeasurement]:
+    def measure(
+        self, model: Any, label: str, *, turns: int | None = None, feedback: str | None = None
+    ) -> dict[str, SetMeasurement]:
         """Greedy multi-turn measurement of ``model`` on every held-out set (:func:`measure_chat`) within
-        ``turns`` turns (default: the held-out set's ``turns``), in the run's environment (its profile)."""
+        ``turns`` turns (default: the held-out set's ``turns``), in the run's environment (its profile),
+        with ``feedback`` instead of the run's feedback kind when given."""
         release_freed_memory()
         advance = self.phase(label, 1)
         run_env = self.config.rl.env_config()
+        if feedback is not None:
+            run_env = replace(run_env, feedback=feedback)
         figures = {
             name: measure_chat(
                 model, self.tokenizer, self.fmt, self.prompts, items, turns=turns or self.config.heldout.turns,
