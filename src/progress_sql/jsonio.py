@@ -125,9 +125,9 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def parse_lines(text: str, where: str, *, objects: bool = False) -> list[Any]:
-    """The values of a JSON Lines text (blank lines skipped; with ``objects``, each a JSON object);
-    DatasetError ``where: line N: why``."""
+def numbered_lines(text: str, where: str, *, objects: bool = False) -> list[tuple[int, Any]]:
+    """Each value of a JSON Lines text with its line number (1-based; blank lines skipped; with
+    ``objects``, each a JSON object); DatasetError ``where: line N: why``."""
     values = []
     for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
@@ -140,8 +140,13 @@ def parse_lines(text: str, where: str, *, objects: bool = False) -> list[Any]:
             raise DatasetError(f"{where}: line {number}: text after the end of the JSON value")
         if objects and not isinstance(value, dict):
             raise DatasetError(f"{where}: line {number}: not a JSON object")
-        values.append(value)
+        values.append((number, value))
     return values
+
+
+def parse_lines(text: str, where: str, *, objects: bool = False) -> list[Any]:
+    """The values of a JSON Lines text (:func:`numbered_lines` without the numbers)."""
+    return [value for _, value in numbered_lines(text, where, objects=objects)]
 
 
 def read_text(path: Path, what: str = "file") -> str:

@@ -154,6 +154,25 @@ def test_a_damaged_run_folder_is_one_line_and_exit_2(
     assert not (out / "summary.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [(lambda task, bad, out: ["rollout", "--task", str(task), "--backend", "replay", "--replay", str(bad), "--out",
+                              str(out), "--workers", "1"], "line 1: not readable JSON: nested too deeply"),
+     (lambda task, bad, out: ["export", "--format", "trl", "--mix", str(bad), "--out", str(out / "rows.jsonl"),
+                              "--workers", "1"], "line 1: not readable JSON: nested too deeply")],
+    ids=["rollout --replay", "export --mix"],
+)  # fmt: skip
+def test_other_inputs_go_through_the_same_reader(
+    command: Callable[[Path, Path, Path], list[str]], says: str, music_dir: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "input.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    out = tmp_path / "run"
+    line = one_line_error(runner.invoke(app, command(music_dir / "questions.json", bad, out)))
+    assert f"{bad}: {says}" in line
+    assert not (out / "summary.json").exists()
+
+
 def test_eval_checks_out_before_the_work(music_dir: Path, tmp_path: Path) -> None:
     """A bad --out fails at once: here before the backend, which no server answers, is ever asked."""
     blocker = tmp_path / "a-file"

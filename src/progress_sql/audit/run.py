@@ -82,10 +82,11 @@ def run_audit(request: AuditRequest) -> AuditRun:
                 "timeout_s": request.timeout_s}  # fmt: skip
     summary = RunSummary("audit", settings, results)
     with writing_results(out):
+        RunFolder(out).create()
+        write_records(records, out / LEGACY_RECORDS)  # before the summary, which comes last
         RunFolder(out).write(
             summary, [r.as_dict() for r in records], markdown_report(records, selected, results, request.task)
         )
-        write_records(records, out / LEGACY_RECORDS)
     return AuditRun(summary, len(records), seconds, _plot(results, out / "counts.png", request.task))
 
 

@@ -4,12 +4,12 @@ docs/environment.md#generation-backends-and-progress-sql-rollout."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.errors import DatasetError
+from progress_sql.jsonio import numbered_lines, read_text
 from progress_sql.prompts import Message
 
 KeyFn = Callable[[Sequence[Message]], str]
@@ -41,17 +41,10 @@ class ReplayBackend:
     def from_file(cls, path: str | Path, key: KeyFn = question_key) -> ReplayBackend:
         script: dict[str, list[str]] = {}
         file = Path(path)
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except OSError as error:
-            raise DatasetError(f"cannot read replay file {file}: {error}") from error
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+        for number, record in numbered_lines(read_text(file, "replay file"), str(file)):
             try:
-                record = json.loads(line)
                 script[str(record["key"])] = [str(r) for r in record["responses"]]
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
+            except (KeyError, TypeError) as error:
                 raise DatasetError(f"{file}:{number}: expected {{'key': ..., 'responses': [...]}} ({error})") from error
         return cls(script, key)
 

@@ -12,7 +12,6 @@ examples from BIRD train, Spider train and SynSQL-2.5M); :func:`sample_mixture` 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 from progress_sql.data.leakage import LeakageDecision, check_leakage
 from progress_sql.errors import ConfigError, DatasetError
+from progress_sql.jsonio import read_json
 from progress_sql.types import Example
 
 
@@ -206,13 +206,7 @@ def _number(item: Mapping[str, Any], key: str, kind: type[Any], where: object) -
 def read_mixture_spec(path: str | Path) -> MixtureSpec:
     """Read a JSON mixture spec file."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"mixture spec not found: {path}") from None
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read mixture spec {path}: {error}") from None
-    return parse_mixture_spec(data, path.parent)
+    return parse_mixture_spec(read_json(path, "mixture spec"), path.parent)
 
 
 def load_sources(spec: MixtureSpec) -> list[MixtureSource]:

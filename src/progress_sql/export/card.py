@@ -11,12 +11,14 @@ never overwrites a ``README.md`` that an export did not write.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from progress_sql.errors import DatasetError
+from progress_sql.jsonio import read_json
 
 #: What every card an export writes contains: a ``README.md`` without it is someone else's and stays.
 CARD_MARKER = "<!-- dataset card written by progress-sql export -->"
@@ -222,8 +224,8 @@ def folder_exports(folder: Path) -> list[ExportedFile]:
     files = []
     for path in sorted(folder.glob("*.manifest.json")):
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            manifest = read_json(path, "export manifest")
+        except DatasetError:  # not an export's manifest: skipped
             continue
         named = folder / Path(str(manifest.get("path", ""))).name if isinstance(manifest, dict) else folder
         if isinstance(manifest, dict) and manifest.get("command") == "export" and named.is_file():

@@ -47,8 +47,9 @@ def reward_bound_run(turns: int, out: Path, *, no_align_penalty: bool = False) -
     samples = [{"k_star": label, "bound": round(value, 6)} for label, value in points]
     report = basic_report(f"Progressive reward bound, T = {turns}", summary.to_dict(), results=record)
     with writing_results(out):
+        RunFolder(out).create()
+        write_json(out / "reward_bound.json", record)  # before the summary, which comes last
         RunFolder(out).write(summary, samples, report + "\n![bound](reward_bound.png)\n")
-        write_json(out / "reward_bound.json", record)
     plot, problem = None, None
     try:
         plot = reward_bound_plot(points, out / "reward_bound.png", f"Progressive reward bound, T={turns}")

@@ -110,12 +110,12 @@ def run_inspect(request: InspectRequest, phase: Phase) -> InspectRun:
     report = basic_report(f"Inspect ({loaded.kind} run): {request.source}", summary.to_dict(), results=results,
                           notes=notes)  # fmt: skip
     with writing_results(out):
-        RunFolder(out).write(summary, rows, report)  # every inspected episode, flagged or not
-        if entries:
+        if entries:  # before the summary, which comes last
             review_text = f"# Review: {len(entries)} random matched samples (seed {request.seed})\n\n" + "\n".join(
                 entries
             )
             jsonio.write_atomic(out / REVIEW_FILE, (jsonio.escape_surrogates(review_text),))
+        RunFolder(out).write(summary, rows, report)  # every inspected episode, flagged or not
     return InspectRun(summary)
 
 

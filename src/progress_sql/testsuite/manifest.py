@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from progress_sql.errors import DatasetError
+from progress_sql.jsonio import read_json
 from progress_sql.types import Example
 
 if TYPE_CHECKING:  # annotations only: reading a manifest needs none of the suite builder
@@ -78,15 +79,15 @@ def write_manifest(
 
 @lru_cache(maxsize=8)
 def _gold_databases(manifest: Path, mtime_ns: int) -> dict[tuple[str, str], tuple[str, ...]]:
+    data = read_json(manifest, "suite manifest")
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
         return {
             (db_id, gold["sql"]): tuple(gold["databases"])
             for db_id, entry in data["databases"].items()
             for gold in entry["golds"]
         }
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise DatasetError(f"cannot read the suite manifest {manifest}: {error}") from error
+    except (KeyError, TypeError, AttributeError) as error:
+        raise DatasetError(f"cannot read the suite manifest {manifest}: {error!r}") from error
 
 
 def gold_databases(suite: Path, db_id: str, gold_sql: str) -> tuple[str, ...] | None:
