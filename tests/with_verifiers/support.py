@@ -65,7 +65,10 @@ def plugin_path(folder: Path) -> list[str]:
     """The folders to put on PYTHONPATH so that verifiers finds the taskset: ``src`` and, unless the
     plugin module is installed, a folder holding it."""
     paths = [str(REPO_ROOT / "src")]
-    if importlib.util.find_spec(PLUGIN_MODULE) is None:
+    spec = importlib.util.find_spec(PLUGIN_MODULE)
+    if spec is not None and spec.origin:  # installed, in src/, or written by an earlier test of this process
+        paths.append(str(Path(spec.origin).parent))
+    else:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{PLUGIN_MODULE}.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
         paths.append(str(folder))

@@ -7,19 +7,19 @@ whose ``__all__`` exports one ``Taskset`` (and here one ``Env``) subclass: this 
 
 from __future__ import annotations
 
-from progress_sql.integrations.verifiers.env import ProgressSQLEnv, ProgressSQLEnvConfig
+from progress_sql.integrations.verifiers.env import VerifiersEnvConfig, VerifiersRefinementEnv
 from progress_sql.integrations.verifiers.taskset import (
-    ProgressSQLData,
-    ProgressSQLTask,
-    ProgressSQLTaskset,
-    ProgressSQLTasksetConfig,
+    VerifiersTask,
+    VerifiersTaskData,
+    VerifiersTaskset,
+    VerifiersTasksetConfig,
 )
 
 __all__ = [
-    "ProgressSQLData",
-    "ProgressSQLEnv",
-    "ProgressSQLEnvConfig",
-    "ProgressSQLTask",
-    "ProgressSQLTaskset",
-    "ProgressSQLTasksetConfig",
+    "VerifiersEnvConfig",
+    "VerifiersRefinementEnv",
+    "VerifiersTask",
+    "VerifiersTaskData",
+    "VerifiersTaskset",
+    "VerifiersTasksetConfig",
 ]

@@ -1,6 +1,6 @@
 """The data half of the verifiers environment: a ``vf.Taskset`` over the rows of ``progress-sql export``
 and the ``vf.Task`` whose ``@vf.reward`` / ``@vf.metric`` methods are the rubric (verifiers 0.4.0 has no
-``Rubric`` class: a task's decorated methods score its trace, verifiers/v1/task.py:191 ``Task.score``)."""
+``Rubric`` class: a task's decorated methods score its trace, verifiers/v1/task.py:213 ``Task.score``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from progress_sql.integrations.verifiers.summary import INFO_KEY, summary_metric
 DEFAULT_FORMAT = "trl"
 
 
-class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
+class VerifiersTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     """``--env.taskset.*``: the exported rows and the environment's settings."""
 
     rows: Path | None = None
@@ -42,7 +42,7 @@ class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> ProgressSQLTasksetConfig:
+    def _check(self) -> VerifiersTasksetConfig:
         # The rows file is read by load() alone: an env server gets each task whole and needs none.
         self.host_settings()  # unknown keys and bad values fail before the first episode
         return self
@@ -51,19 +51,19 @@ class ProgressSQLTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
         return host_settings(self.settings)
 
 
-class ProgressSQLData(vf.TaskData):  # type: ignore[misc]
+class VerifiersTaskData(vf.TaskData):  # type: ignore[misc]
     """One exported row; it travels whole on the wire, so an env server rebuilds the episode from it."""
 
     row: dict[str, Any]
     format: str = DEFAULT_FORMAT
 
     @model_validator(mode="after")
-    def _readable(self) -> ProgressSQLData:
+    def _readable(self) -> VerifiersTaskData:
         get_format(self.format).example(self.row)  # a row without our fields is a DatasetError naming them
         return self
 
 
-class ProgressSQLTask(vf.Task[ProgressSQLData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
+class VerifiersTask(vf.Task[VerifiersTaskData, vf.State, vf.TaskConfig]):  # type: ignore[misc]
     """One refinement episode of one row. The rubric reads the summary the environment leaves on the
     trace: the episode's reward (weight 1, the trace's reward) and metrics that are recorded, not summed
     (match, k*, turns, asks, unscored, format, F and each reward component). verifiers awaits them
@@ -110,11 +110,11 @@ def read_rows(path: Path, fmt: str) -> list[dict[str, Any]]:
     return rows
 
 
-def row_task(row: Mapping[str, Any], fmt: str, config: Any) -> ProgressSQLTask:
+def row_task(row: Mapping[str, Any], fmt: str, config: Any) -> VerifiersTask:
     system, messages = opening(row)
     example = FORMATS[fmt].example(row)
-    return ProgressSQLTask(
-        ProgressSQLData(
+    return VerifiersTask(
+        VerifiersTaskData(
             id=f"{example.db_id}:{example.index}",
             name=example.question,
             prompt=messages,
@@ -126,10 +126,10 @@ def row_task(row: Mapping[str, Any], fmt: str, config: Any) -> ProgressSQLTask:
     )
 
 
-class ProgressSQLTaskset(vf.Taskset[ProgressSQLTask, ProgressSQLTasksetConfig]):  # type: ignore[misc]
+class VerifiersTaskset(vf.Taskset[VerifiersTask, VerifiersTasksetConfig]):  # type: ignore[misc]
     """The exported rows as tasks, in file order (``--select.*`` picks and shuffles them)."""
 
-    def load(self) -> Iterator[ProgressSQLTask]:
+    def load(self) -> Iterator[VerifiersTask]:
         if self.config.rows is None:
             raise DatasetError("no rows to play: set --env.taskset.rows to a file of progress-sql export")
         for row in read_rows(self.config.rows, self.config.format):
