@@ -1,8 +1,12 @@
-"""F_lex ignores SQL comments and applies its length limit after stripping (issue 16)."""
+"""F_lex ignores SQL comments and applies its length limits after stripping, before any per-character
+work (issues 16 and 36)."""
 
 from __future__ import annotations
 
-from progress_sql.sql.lexical import MAX_LEXICAL_CHARS, lexical_similarity, sql_tokens
+import subprocess
+import sys
+
+from progress_sql.sql.lexical import MAX_LEXICAL_CHARS, MAX_LEXICAL_SCAN, lexical_similarity, sql_tokens
 
 GOLD = "SELECT name FROM singer"
 
@@ -25,3 +29,22 @@ def test_limit_counts_after_stripping() -> None:
     assert lexical_similarity("/*" + "x" * 200_000 + "*/ " + GOLD, GOLD) == 1.0
     long_tail = GOLD + " WHERE " + " AND ".join(["a = 1"] * 50_000)
     assert sum(map(len, sql_tokens(long_tail))) <= MAX_LEXICAL_CHARS
+
+
+def test_the_scan_is_capped_before_any_per_character_work() -> None:
+    """A 20 MB literal (issue 36: 2.7 GB and seconds before the cap and the unrolled string pattern)
+    is read as its first MAX_LEXICAL_SCAN characters, in a process that stays small."""
+    huge = "SELECT '" + "x" * 20_000_000 + "' FROM singer"
+    assert sql_tokens(huge) == sql_tokens(huge[:MAX_LEXICAL_SCAN])
+    probe = (
+        "import resource; from progress_sql.sql.lexical import lexical_similarity; "
+        f"lexical_similarity(\"SELECT '\" + 'x' * 20_000_000 + \"'\", {GOLD!r}); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert int(done.stdout) < 400 * 1024  # KiB: the interpreter and the 20 MB text, never the gigabytes
+
+
+def test_quoted_strings_keep_their_escaped_quotes() -> None:
+    assert sql_tokens("SELECT 'it''s', \"a\"\"b\" FROM t") == ["select", "it's", ",", 'a"b', "from", "t"]
+    assert sql_tokens("SELECT 'open ''quote") == ["select", "'open ''quote"]  # unterminated: kept as written
