@@ -22,7 +22,7 @@ SIDE_ENVIRONMENT_PATHS: dict[str, list[str]] = {
     ],
     "skyrl": ["src/progress_sql/integrations/skyrl_entrypoint.py"],
     "openenv": ["tests/with_openenv", "src/progress_sql/integrations/openenv"],
-    "verifiers": ["tests/with_verifiers", "src/progress_sql/integrations/verifiers"],
+    "verifiers": ["tests/with_verifiers", "src/progress_sql/integrations/verifiers", "src/progress_sql_verifiers"],
     "nemo_gym": ["tests/with_nemo_gym", "src/progress_sql/integrations/nemo_gym"],
     "atroposlib": ["tests/with_atropos", "src/progress_sql/integrations/atropos"],
 }

@@ -33,7 +33,7 @@ export OMP_NUM_THREADS=1
 verl_venv="$(bash scripts/verl_venv.sh)"
 PYTHONPATH="$PWD/src" "$verl_venv/bin/pytest" -q tests/with_verl src/progress_sql/integrations/verl
 # The environment standards' adapters, each tested in its own environment (docs/standards.md).
-for standard in openenv nemo_gym atropos; do
+for standard in openenv verifiers nemo_gym atropos; do
     side_venv="$(bash scripts/side_venv.sh "$standard")"
     PYTHONPATH="$PWD/src" "$side_venv/bin/pytest" -q "tests/with_$standard" "src/progress_sql/integrations/$standard"
 done

@@ -57,10 +57,10 @@ def test_rows_are_read_line_by_line_with_their_place_in_errors(tmp_path: Path) -
     rows.write_text('{"a": "x\u2028y"}\n\n{"b": 2}\n', encoding="utf-8")
     assert load_rows(rows) == [{"a": "x\u2028y"}, {"b": 2}]  # a line separator inside a string is no new row
     rows.write_text('{"a": 1}\n[1]\n', encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"rows.jsonl:2: a row is a JSON object, got list"):
+    with pytest.raises(DatasetError, match=r"rows.jsonl: line 2: not a JSON object"):
         load_rows(rows)
     rows.write_text("[" * 100_000 + "\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"rows.jsonl:1: not a JSON row"):
+    with pytest.raises(DatasetError, match=r"rows.jsonl: line 1: not readable JSON: nested too deeply"):
         load_rows(rows)
     other = tmp_path / "rows.csv"
     other.write_text("a,b\n", encoding="utf-8")

@@ -42,5 +42,5 @@ def test_rows_that_are_not_ours_fail_with_what_they_lack(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="JSON Lines"):
         convert(tmp_path / "rows.jsonl", tmp_path / "out.parquet")
     (tmp_path / "bad.jsonl").write_text("[1]\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"bad\.jsonl:1: a row is a JSON object"):
+    with pytest.raises(DatasetError, match=r"bad\.jsonl: line 1: not a JSON object"):
         load_rows(tmp_path / "bad.jsonl")

@@ -32,7 +32,7 @@ def test_bad_settings_and_rows_fail_before_the_server_listens(rows_file: Path, t
         build_app(tmp_path / "absent.jsonl", {})
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"prompt": []}\nnot json\n', encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"broken\.jsonl:2: not a JSON row"):
+    with pytest.raises(DatasetError, match=r"broken\.jsonl: line 2: not valid JSON"):
         build_app(broken, {})
 
 

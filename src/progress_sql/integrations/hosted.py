@@ -6,9 +6,8 @@ execution pool per process, and turns a failing gold or a missing database into 
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_profile
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.export.formats import row_env_config
+from progress_sql.export.formats import get_format, row_env_config
+from progress_sql.jsonio import parse, read_json_lines
 from progress_sql.judge.cache import GoldCache
 from progress_sql.profiles import DEFAULT_PROFILE
 from progress_sql.prompts import Message
@@ -210,20 +210,7 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
         return [dict(row) for row in pq.read_table(file).to_pylist()]
     if file.suffix not in (".jsonl", ".json"):
         raise ConfigError(f"rows: {file} is neither .jsonl nor .parquet")
-    rows: list[dict[str, Any]] = []
-    with file.open(encoding="utf-8", newline="\n") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError, ValueError) as error:
-                reason = error.msg if isinstance(error, json.JSONDecodeError) else type(error).__name__
-                raise DatasetError(f"{file}:{number}: not a JSON row ({reason})") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{file}:{number}: a row is a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+    return [dict(row) for row in read_json_lines(file, "rows", objects=True)]
 
 
 def read_settings_file(path: str | Path, *, what: str = "settings") -> dict[str, Any]:
@@ -238,7 +225,7 @@ def read_settings_file(path: str | Path, *, what: str = "settings") -> dict[str,
 
         loaded = yaml.safe_load(text)
     elif file.suffix == ".json":
-        loaded = json.loads(text)
+        loaded = parse(text, str(file))
     else:
         raise ConfigError(f"{what}: {file} is neither .json nor .yaml/.yml")
     if not isinstance(loaded, Mapping):
@@ -258,9 +245,45 @@ def read_settings(value: str | Path | None, *, what: str = "settings") -> dict[s
     if Path(value).suffix in (".json", ".yaml", ".yml"):
         return read_settings_file(value, what=what)
     try:
-        loaded = json.loads(str(value))
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{what}: neither a .json/.yaml file nor a JSON object ({error.msg})") from None
+        loaded = parse(str(value), "its text")
+    except DatasetError as error:
+        raise ConfigError(f"{what}: neither a .json/.yaml file nor a JSON object ({error})") from None
     if not isinstance(loaded, Mapping):
         raise ConfigError(f"{what} hold {type(loaded).__name__}, not a mapping of settings")
     return dict(loaded)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedRow:
+    """One exported row and the example its format's reader made of it: what a framework plays."""
+
+    example: Example
+    fields: Mapping[str, Any]
+
+    @property
+    def prompt(self) -> list[Message]:
+        """The opening messages as exported (empty when the row has none)."""
+        messages = self.fields.get("prompt")
+        if not isinstance(messages, list):
+            return []
+        return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+
+
+def read_rows(rows: Sequence[Mapping[str, Any]], row_format: str, *, where: str) -> tuple[ExportedRow, ...]:
+    """Each row with its example, read by ``row_format``'s reader (an export format's name); an error
+    names the row's number, and a file of no rows is an error."""
+    reader = get_format(row_format).example
+    read = []
+    for number, fields in enumerate(rows, start=1):
+        try:
+            read.append(ExportedRow(reader(fields), fields))
+        except DatasetError as error:
+            raise DatasetError(f"{where}, row {number}: {error} (is it a {row_format} row?)") from None
+    if not read:
+        raise DatasetError(f"{where} holds no rows")
+    return tuple(read)
+
+
+def read_export(path: str | Path, row_format: str) -> tuple[ExportedRow, ...]:
+    """The rows of an export file, each with its example (:func:`load_rows`, :func:`read_rows`)."""
+    return read_rows(load_rows(path), row_format, where=str(path))

@@ -255,7 +255,7 @@ class ProgressSQLAtroposEnv(BaseEnv):  # type: ignore[misc]
     async def play(self, item: RowItem, *, split: str, temperature: float) -> PlayedEpisode:
         """One episode of ``item``: the model's turn through the server manager, the environment's step
         on a thread, until the environment ends it or the context (``max_token_length``) is full."""
-        episode = HostedEpisode(self.settings, item.example, item.row)
+        episode = HostedEpisode(self.settings, item.example, item.fields)
         opening = await self._off_loop(episode.start)
         if episode.unscored:
             # Nothing to generate for: the unscored step (reward 0, stop and reason) runs no SQL.

@@ -13,9 +13,9 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from progress_sql import __version__
-from progress_sql.integrations.hosted import HostedEpisode, HostSettings
+from progress_sql.integrations.hosted import ExportedRow, HostedEpisode, HostSettings
 from progress_sql.integrations.openenv.models import SQLAction, SQLObservation, SQLState
-from progress_sql.integrations.openenv.rows import ExportedRow, chosen_index
+from progress_sql.integrations.openenv.rows import chosen_index
 
 #: The name the server reports (``GET /metadata``).
 ENVIRONMENT_NAME = "progress_sql"

@@ -15,12 +15,12 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
 from progress_sql.errors import ConfigError
-from progress_sql.integrations.hosted import host_settings, load_rows, read_settings
+from progress_sql.integrations.hosted import host_settings, read_export, read_settings
 from progress_sql.integrations.openenv.environment import ProgressSQLEnvironment, ServedRows
 from progress_sql.integrations.openenv.models import SQLAction, SQLObservation
 
 __all__ = ["build_app", "concurrency", "read_settings", "serve", "served_rows", "split_settings"]
-from progress_sql.integrations.openenv.rows import DEFAULT_ROW_FORMAT, read_rows
+from progress_sql.integrations.openenv.rows import DEFAULT_ROW_FORMAT
 
 #: Concurrent sessions when the settings say nothing: TRL opens one WebSocket per generation, and its
 #: OpenEnv guide asks for at least ``generation_batch_size`` (its section "Server concurrency").
@@ -42,7 +42,7 @@ def served_rows(rows: Path, settings: Mapping[str, Any]) -> ServedRows:
     keys, bad values and malformed rows raise here, before the server listens."""
     server, episodes = split_settings(settings)
     row_format = str(server.get("row_format") or DEFAULT_ROW_FORMAT)
-    return ServedRows(read_rows(load_rows(rows), row_format, where=str(rows)), host_settings(episodes))
+    return ServedRows(read_export(rows, row_format), host_settings(episodes))
 
 
 def concurrency(settings: Mapping[str, Any]) -> ConcurrencyConfig:

@@ -4,7 +4,6 @@ and the ``vf.Task`` whose ``@vf.reward`` / ``@vf.metric`` methods are the rubric
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from progress_sql.errors import DatasetError
 from progress_sql.export.formats import FORMATS, get_format
-from progress_sql.integrations.hosted import HostSettings, host_settings
+from progress_sql.integrations.hosted import HostSettings, host_settings, load_rows
 from progress_sql.integrations.verifiers.summary import INFO_KEY, summary_metrics, summary_reward
 
 #: The export format whose rows a taskset reads unless told otherwise (JSON Lines, no pyarrow needed).
@@ -89,27 +88,6 @@ def opening(row: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     return (str(system[0]["content"]) if system else None), rest
 
 
-def read_rows(path: Path, fmt: str) -> list[dict[str, Any]]:
-    """The rows of an export file (JSON Lines, or parquet through pyarrow)."""
-    if not path.is_file():
-        raise DatasetError(f"no rows file {path} (write it with progress-sql export --format {fmt})")
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise DatasetError(f"{path}: reading parquet needs pyarrow (or export with --format trl)") from error
-        return [dict(row) for row in pq.read_table(path).to_pylist()]
-    rows = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise DatasetError(f"{path}:{number}: not a JSON row ({error.msg})") from error
-    return rows
-
-
 def row_task(row: Mapping[str, Any], fmt: str, config: Any) -> VerifiersTask:
     system, messages = opening(row)
     example = FORMATS[fmt].example(row)
@@ -132,5 +110,5 @@ class VerifiersTaskset(vf.Taskset[VerifiersTask, VerifiersTasksetConfig]):  # ty
     def load(self) -> Iterator[VerifiersTask]:
         if self.config.rows is None:
             raise DatasetError("no rows to play: set --env.taskset.rows to a file of progress-sql export")
-        for row in read_rows(self.config.rows, self.config.format):
+        for row in load_rows(self.config.rows):
             yield row_task(row, self.config.format, self.config.task)
