@@ -411,6 +411,15 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(plain(data)) + "\n", encoding="utf-8")
 
 
+def _measured_feedback_words(kind: str | None) -> str:
+    """How the report names the multi-turn measurement's feedback.
+
+    >>> _measured_feedback_words(None), _measured_feedback_words("execution")
+    ("the run's ODT feedback", '`execution` feedback (the same kind for every arm)')
+    """
+    return "the run's ODT feedback" if kind is None else f"`{kind}` feedback (the same kind for every arm)"
+
+
 def _measured_rl(rl: RLSettings, feedback: str | None) -> RLSettings:
     """The settings whose environment the held-out measurement runs in: ``rl``'s, with ``feedback``."""
     return rl if feedback is None else replace(rl, env={**rl.env, "feedback": feedback})
@@ -626,8 +635,8 @@ def report(result: AblateResult, summary_data: Mapping[str, Any], out: Path) -> 
         "",
         f"EX: greedy single-turn execution accuracy on the {held_out_words(config)} ({', '.join(config.sets)}; "
         "the same prompts for every arm of a seed). +- is one standard error (over seeds and examples: the larger "
-        "of the two). Changes are paired per prompt and averaged over seeds. EX within T: greedy, with ODT "
-        f"feedback, T = {rl.turns} for every arm.",
+        "of the two). Changes are paired per prompt and averaged over seeds. EX within T: greedy, with "
+        f"{_measured_feedback_words(config.measure_feedback)}, T = {rl.turns} for every arm.",
         "",
         "| arm | what changes | EX (%) | EX within T (%) | vs warm start (points) | vs progressive (points) "
         "| > 2 SE vs progressive |",
