@@ -211,7 +211,8 @@ def test_a_folder_of_another_command_is_refused_by_name(music_dir: Path, tmp_pat
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["view", str(out)])
     assert result.exit_code == 2
-    assert "is a reward-bound run; the page reads runs of eval, rollout, eval-turns, train, audit, ablate" in result.stderr
+    refusal = "is a reward-bound run; the page reads runs of eval, rollout, eval-turns, train, audit, ablate"
+    assert refusal in result.stderr
 
 
 def test_compare_needs_two_eval_runs(eval_run: Path, music_dir: Path, tmp_path: Path) -> None:
