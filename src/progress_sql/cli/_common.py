@@ -78,7 +78,7 @@ def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> Non
         try:
             return command(*args, **kwargs)
         except ProgressSQLError as error:  # its text is not markup (a message may name the [ray] extra)
-            fail(escape(str(error)))
+            fail(str(error))
 
     app.command(name)(reporting_errors)
 

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from progress_sql.cli import _common as common
 
@@ -38,7 +37,7 @@ def audit_command(
     )  # fmt: skip
     run = run_audit(request)
     if run.plot_problem is not None:
-        common.warn(f"no plot: {escape(run.plot_problem)}")  # on stderr: --json output stays JSON
+        common.warn(f"no plot: {run.plot_problem}")  # on stderr: --json output stays JSON
     if as_json:
         typer.echo(json.dumps(run.summary.to_dict(), indent=2))
         return
