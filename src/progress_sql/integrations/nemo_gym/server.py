@@ -222,6 +222,8 @@ class ProgressSQLResourcesServer(GymnasiumServer):  # type: ignore[misc]
         info.update(_failure(step))
         if step.done:
             info["episode"] = episode.metrics()
+            # a finished episode is let go: a long training run opens millions of sessions
+            self.session_state.pop(str(session_id), None)
         terminated = step.done and bool(info.get("match") or info.get("stop"))
         observation = None if step.observation is None else str(step.observation["content"])
         return observation, step.reward, terminated, step.done and not terminated, info
