@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import transformers
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from progress_sql.export.build import export_items, write_export
 from progress_sql.export.formats import get_format
 from progress_sql.types import Example
+from tests.chatml_tokenizer import save_chatml_tokenizer
 from tests.conftest import REPO_ROOT, build_database
 
 MODEL = "tiny"
@@ -40,38 +39,13 @@ ENDLESS = (
     "<think>count forever</think>"
     "<sql>WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c</sql>"
 )
-#: Qwen2.5's ChatML layout (without its tool branches): every turn ends with "<|im_end|>\n".
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tokenizer folder (ChatML specials, eos = <|im_end|>) that ``AutoTokenizer`` loads by path."""
     folder = tmp_path_factory.mktemp("chatml_tokenizer")
-    questions = json.loads((REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"))
-    corpus = [f"{q['question']} {q['query']}" for q in questions] + [
-        "system user assistant Feedback: <think> </think> <sql> </sql> Database Schema: CREATE TABLE"
-    ]
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
-        corpus * 10,
-        trainers.BpeTrainer(
-            vocab_size=600,
-            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        ),
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=bpe, pad_token="<|endoftext|>", eos_token="<|im_end|>", unk_token="<unk>"
-    )
-    tokenizer.chat_template = CHATML
-    tokenizer.save_pretrained(folder)
+    save_chatml_tokenizer(folder)
     return folder
 
 

@@ -9,7 +9,6 @@ script.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,6 @@ import transformers
 import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.workers.rollout.replica import TokenOutput
@@ -30,15 +28,10 @@ from verl.workers.rollout.replica import TokenOutput
 from progress_sql.export.build import export_items
 from progress_sql.export.formats import build_rows, get_format
 from progress_sql.types import Example
-from tests.conftest import REPO_ROOT, build_database
+from tests.chatml_tokenizer import QUESTIONS, save_chatml_tokenizer
+from tests.conftest import build_database
 
 VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
-#: Qwen2.5's ChatML layout (without its tool branches): every turn ends with "<|im_end|>\n".
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
-QUESTIONS = json.loads((REPO_ROOT / "tests" / "fixtures" / "music_questions.json").read_text(encoding="utf-8"))
 
 
 def compose_verl(overrides: Sequence[str] = ()) -> DictConfig:
@@ -51,26 +44,7 @@ def compose_verl(overrides: Sequence[str] = ()) -> DictConfig:
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tokenizer (ChatML specials, eos = <|im_end|>) and a Qwen2 config, as a model folder."""
     folder = tmp_path_factory.mktemp("qwen2_tiny")
-    corpus = [f"{q['question']} {q['query']}" for q in QUESTIONS] + [
-        "system user assistant Feedback: <think> </think> <sql> </sql> Database Schema: CREATE TABLE"
-    ]
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(
-        corpus * 10,
-        trainers.BpeTrainer(
-            vocab_size=600,
-            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        ),
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=bpe, pad_token="<|endoftext|>", eos_token="<|im_end|>", unk_token="<unk>"
-    )
-    tokenizer.chat_template = CHATML
-    tokenizer.save_pretrained(folder)
+    tokenizer = save_chatml_tokenizer(folder)
     config = transformers.Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=32,
