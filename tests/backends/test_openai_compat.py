@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.backends.openai_compat import BackendError, OpenAICompatibleBackend
 from progress_sql.prompts import initial_messages
+from tests.json_http import JsonHandler
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -30,33 +31,22 @@ class ChatServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
-class ChatHandler(BaseHTTPRequestHandler):
+class ChatHandler(JsonHandler):
     server: ChatServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802  (http.server's name for the POST handler)
         if self.path != "/v1/chat/completions":
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
             self.server.requests.append(request)
             status = self.server.fail_first.pop(0) if self.server.fail_first else 200
         if status != 200:
-            self._send(status, {"error": {"message": "scripted failure"}})
+            self.send_json(status, {"error": {"message": "scripted failure"}})
             return
         if request.get("model") != "tiny":
-            self._send(400, {"error": {"message": f"model {request.get('model')} not found"}})
+            self.send_json(400, {"error": {"message": f"model {request.get('model')} not found"}})
             return
         question = request["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
         choices = [
@@ -64,7 +54,7 @@ class ChatHandler(BaseHTTPRequestHandler):
              "finish_reason": "stop"}
             for i in reversed(range(min(request.get("n", 1), self.server.max_choices or 99)))  # out of order on purpose
         ]  # fmt: skip
-        self._send(200, {"id": "x", "object": "chat.completion", "choices": choices})
+        self.send_json(200, {"id": "x", "object": "chat.completion", "choices": choices})
 
 
 @pytest.fixture

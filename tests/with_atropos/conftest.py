@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from progress_sql.export.formats import get_format
 from progress_sql.types import Example
 from tests.chatml_tokenizer import save_chatml_tokenizer
 from tests.conftest import REPO_ROOT, build_database
+from tests.json_http import JsonHandler
 
 MODEL = "tiny"
 GOLD = 'SELECT name FROM singer WHERE country = "France" AND age > 40'
@@ -112,28 +113,17 @@ class ScriptedChat(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class ScriptedHandler(BaseHTTPRequestHandler):
+class ScriptedHandler(JsonHandler):
     server: ScriptedChat
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802  (http.server's name for the POST handler)
         arrived = time.monotonic()
         if self.path != "/v1/chat/completions":
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if body.get("model") != MODEL:
-            self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
+            self.send_json(404, {"error": {"message": f"model {body.get('model')} not found"}})
             return
         key, turn, text = self.server.answer(body["messages"])
         with self.server.lock:
@@ -144,7 +134,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self.server._open -= 1
             self.server.requests.append(Request(arrived, time.monotonic(), key, turn, body))
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        self._send(200, {"id": "scripted", "object": "chat.completion", "created": 0, "model": MODEL,
+        self.send_json(200, {"id": "scripted", "object": "chat.completion", "created": 0, "model": MODEL,
                          "choices": [choice]})  # fmt: skip
 
 

@@ -8,8 +8,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.json_http import JsonHandler
 
 #: The model name the tests ask for; any other is answered 404, as providers do.
 MODEL = "scripted-sql"
@@ -43,20 +45,9 @@ class ChatServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
-class ChatHandler(BaseHTTPRequestHandler):
+class ChatHandler(JsonHandler):
     server: ChatServer
     protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _stream(self, text: str) -> None:
         head = {"id": "scripted", "object": "chat.completion.chunk", "created": 0, "model": MODEL}
@@ -72,17 +63,17 @@ class ChatHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802  (http.server's name for the POST handler)
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if not self.path.endswith("/chat/completions"):
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         request = json.loads(body)
         with self.server.lock:
             self.server.requests.append(request)
             self.server.arrivals.append(time.monotonic())
         if request.get("model") != MODEL:
-            self._send(404, {"error": {"message": f"model {request.get('model')} not found"}})
+            self.send_json(404, {"error": {"message": f"model {request.get('model')} not found"}})
             return
         messages = request["messages"]
         replies = sum(1 for m in messages if m.get("role") == "assistant")
@@ -91,7 +82,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         if request.get("stream"):
             self._stream(text)
             return
-        self._send(200, {
+        self.send_json(200, {
             "id": "scripted", "object": "chat.completion", "created": 0, "model": MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
