@@ -207,6 +207,12 @@ class Verdict:
     preset: str
 
 
+#: The actions of an episode's turn that use the turn but are no answer (a clarifying question, a probe
+#: query, a reply with neither tag under a protocol that counts it as an action): a reward never scores
+#: them, and a check of "the first answer" skips them.
+NOT_ANSWERS: frozenset[str] = frozenset({"ask", "probe", "invalid"})
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One policy turn of a refinement trajectory, as the reward sees it.

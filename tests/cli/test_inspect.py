@@ -159,6 +159,55 @@ def test_inspect_an_eval_run_without_a_suite(tmp_path: Path) -> None:
     assert json.loads((again / "summary.json").read_text())["per_reason"]["suite_failure"] == 3
 
 
+def solution(sql: str) -> str:
+    """An answer under the probe protocol (``<sql>`` is a probe there)."""
+    return f"<think>done</think><solution>{sql}</solution>"
+
+
+#: question -> (gold, the scripted turns of an ``eval --turns 3 --protocol probe`` run): each answer
+#: comes after probes, one of which fails, so a check that took a probe for an attempt would misfire.
+PROBED: dict[str, tuple[str, list[str]]] = {
+    "How many items are there?": (
+        "SELECT count(*) FROM item",
+        [answer("SELECT count(*) FROM itemz"), answer("SELECT count(*) FROM item"), solution("SELECT 5")],
+    ),
+    "What is the name of item 3?": (
+        "SELECT name FROM item WHERE item_id = 3",
+        [answer("SELECT nam FROM item"), solution("SELECT name FROM item WHERE item_id = 3")],
+    ),
+    "What is the name of item 1?": ("SELECT name FROM item WHERE item_id = 1", [solution("SELECT 'x'"),
+                                     solution("SELECT name FROM item WHERE item_id = 1")]),
+}  # fmt: skip
+
+
+def test_inspect_reads_an_interactive_eval_run_with_probes(tmp_path: Path) -> None:
+    """``eval --turns`` writes a rollout's episodes under its own command: inspect reads them, judges the
+    answers (the ``<solution>`` turns) and not the probes, and names the run's kind."""
+    case = build_suite_case(tmp_path / "case")
+    case.questions.write_text(json.dumps([{"db_id": DB_ID, "question": q, "query": g} for q, (g, _) in PROBED.items()]))
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"key": q, "responses": turns}) + "\n" for q, (_, turns) in PROBED.items()))
+    run = tmp_path / "eval-turns"
+    result = runner.invoke(app, ["eval", "--task", str(case.questions), "--backend", "replay", "--replay",
+                                 str(replay), "--turns", "3", "--feedback", "execution", "--protocol", "probe",
+                                 "--out", str(run), "--workers", "1", "--no-view"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = _lines(run / "samples.jsonl")
+    assert [[t["action"] for t in r["turns"]] for r in records] == [["probe", "probe", "sql"], ["probe", "sql"],
+                                                                    ["sql", "sql"]]  # fmt: skip
+    assert records[0]["turns"][0]["exec_status"] != "ok"  # the first probe fails
+    out = tmp_path / "inspect"
+    result = runner.invoke(app, ["inspect", str(run), "--out", str(out), "--workers", "1", "--suite",
+                                 str(case.suite)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kind"], summary["inspected"]) == ("eval-turns", 3)
+    questions = list(PROBED)
+    flagged = {questions[r["index"]]: set(r["reasons"]) for r in _lines(out / "samples.jsonl") if r["reasons"]}
+    assert flagged == {"How many items are there?": {"hard_coded_literal", "no_from", "suite_failure"}}
+    assert summary["per_reason"]["sabotaged_first_turn"] == 0  # checked (not "not checkable"), nothing found
+
+
 def test_inspect_refuses_a_folder_of_another_kind(tmp_path: Path) -> None:
     case = build_suite_case(tmp_path / "case")
     split = tmp_path / "split"
@@ -168,7 +217,7 @@ def test_inspect_refuses_a_folder_of_another_kind(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     message = " ".join(refused.output.split())
     assert "is a run folder of progress-sql split" in message
-    assert "rollout, eval, train" in message
+    assert "rollout, eval, eval-turns, train" in message
     empty = runner.invoke(app, ["inspect", str(tmp_path / "case"), "--out", str(tmp_path / "inspect")])
     assert empty.exit_code == 2
     assert "no summary.json" in " ".join(empty.output.split())

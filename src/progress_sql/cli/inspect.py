@@ -1,6 +1,6 @@
-"""``progress-sql inspect``: the suspicious high-reward samples of a rollout, eval or train run, each
-with its reasons (the named checks of :mod:`progress_sql.evaluation.suspicious`), and a file of random matched
-samples for human review (docs/training.md#inspecting-high-reward-samples)."""
+"""``progress-sql inspect``: the suspicious high-reward samples of a rollout, eval (``--turns`` too) or train
+run, each with its reasons (the named checks of :mod:`progress_sql.evaluation.suspicious`), and a file of random
+matched samples for human review (docs/training.md#inspecting-high-reward-samples)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def inspect_command(
     workers: int = common.workers_option(),
     as_json: bool = common.json_option(),
 ) -> None:
-    """Flag suspicious high-reward samples of a rollout, eval or train run: hard-coded results, LIMIT
+    """Flag suspicious high-reward samples of a rollout, eval (--turns too) or train run: hard-coded results, LIMIT
     guesses, suite failures."""
     request = InspectRequest(source, out, task, data_dir, suite, audit, top, sample, seed,
                              common.resolve_workers(workers))  # fmt: skip

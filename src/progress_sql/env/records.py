@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from progress_sql.odt.tags import Finding
-from progress_sql.types import RewardBreakdown, Trajectory, Turn, plain
+from progress_sql.types import NOT_ANSWERS, RewardBreakdown, Trajectory, Turn, plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +95,6 @@ class TurnRecord:
             stopped=data.get("stopped"),
         )
 
-
-#: The actions that use a turn but are no answer: a reward never scores them (:func:`trajectory_of`).
-NOT_ANSWERS: frozenset[str] = frozenset({"ask", "probe", "invalid"})
 
 #: What a reward scores for an episode that ended without any answer (it only asked): one turn
 #: without SQL, as if the model had answered nothing (docs/tasks.md#an-episode-that-only-asks).

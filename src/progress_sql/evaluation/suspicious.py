@@ -16,7 +16,7 @@ from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.sql.parse import ParseFailure, parse_sql
-from progress_sql.types import Example, ExecResult, Trajectory, Turn
+from progress_sql.types import NOT_ANSWERS, Example, ExecResult, Trajectory, Turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +118,12 @@ def _honest_first_turn(case: Case, trajectory: Trajectory) -> float:
 
 def sabotaged_first_turn(case: Case) -> str | None:
     """A first answer that is empty, unformatted or does not execute, in a trajectory that scores
-    above what an honest (formatted, executable) first attempt would have earned."""
-    if len(case.turns) < 2:
+    above what an honest (formatted, executable) first attempt would have earned. Only answers count:
+    a probe or a clarifying question before them is no attempt (the reward skips it too)."""
+    answers = [t for t in case.turns if t.get("action", "sql") not in NOT_ANSWERS]
+    if len(answers) < 2:
         return None
-    first = case.turns[0]
+    first = answers[0]
     problem = (
         "empty" if not first.get("sql") else "unformatted" if not first.get("format_ok")
         else "not executable" if first.get("exec_status") != "ok" else None
@@ -132,7 +134,7 @@ def sabotaged_first_turn(case: Case) -> str | None:
         tuple(
             Turn(t.get("sql"), bool(t.get("format_ok")), t.get("exec_status") == "ok", bool(t.get("match")),
                  float(t.get("f") or 0.0), str(t.get("response") or ""))
-            for t in case.turns
+            for t in answers
         )
     )  # fmt: skip
     honest = _honest_first_turn(case, trajectory)
@@ -170,7 +172,7 @@ CHECKS: dict[str, Check] = {
 
 
 #: The run kinds ``progress-sql inspect`` reads (the ``command`` of their ``summary.json``).
-RunKind = Literal["rollout", "eval", "train"]
+RunKind = Literal["rollout", "eval", "eval-turns", "train"]
 RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
 NOT_CHECKABLE = "not checkable for this run kind"
 
@@ -180,6 +182,7 @@ UNRECORDED: dict[RunKind, dict[str, str]] = {
     "eval": {
         "sabotaged_first_turn": "an eval answer is one turn: there is no first turn and no reward to compare",
     },
+    "eval-turns": {},
     "train": {},
 }
 

@@ -129,9 +129,11 @@ def _reward_total(record: Mapping[str, Any]) -> float:
 
 def read_rollout(folder: Path, records: list[dict[str, Any]], run: Mapping[str, Any], task: str | None,
                   data_dir: Path | None) -> LoadedRun:  # fmt: skip
-    """``progress-sql rollout --out``: episode records with turns; the examples from the run's task."""
+    """``progress-sql rollout --out`` and ``eval --turns`` (its episodes are a rollout's): episode records
+    with turns; the examples from the run's task."""
+    kind: RunKind = "eval-turns" if run.get("command") == "eval-turns" else "rollout"
     if records and "turns" not in records[0]:
-        raise ConfigError(f"{folder} holds no episode records (turns): not a rollout run")
+        raise ConfigError(f"{folder} holds no episode records (turns): not a {kind} run")
     settings = run.get("settings", {})
     task = task or settings.get("task")
     data_dir = data_dir or (Path(settings["data_dir"]) if settings.get("data_dir") else None)
@@ -139,7 +141,7 @@ def read_rollout(folder: Path, records: list[dict[str, Any]], run: Mapping[str, 
     reward_name = (settings.get("reward") or {}).get("name", "progressive")
     episodes = [RunEpisode(examples[int(r["index"])], tuple(r["turns"]), _reward_total(r), reward_name)
                 for r in records if r.get("status") == "ok" and int(r["index"]) in examples]  # fmt: skip
-    return LoadedRun("rollout", episodes, len(records), task, data_dir, settings.get("preset", "strict"),
+    return LoadedRun(kind, episodes, len(records), task, data_dir, settings.get("preset", "strict"),
                      float(settings.get("timeout_s", 30.0)), settings.get("suite"))  # fmt: skip
 
 
@@ -191,7 +193,12 @@ def read_train(folder: Path, records: list[dict[str, Any]], run: Mapping[str, An
 
 Reader = Callable[[Path, list[dict[str, Any]], Mapping[str, Any], str | None, Path | None], LoadedRun]
 #: How each run kind is read (by the ``command`` of its summary.json).
-READERS: dict[RunKind, Reader] = {"rollout": read_rollout, "eval": read_eval_episodes, "train": read_train}
+READERS: dict[RunKind, Reader] = {
+    "rollout": read_rollout,
+    "eval": read_eval_episodes,
+    "eval-turns": read_rollout,
+    "train": read_train,
+}
 
 
 def read_episodes(source: Path, task: str | None = None, data_dir: Path | None = None) -> LoadedRun:
