@@ -397,7 +397,9 @@ def command_for(system: System, workload_file: Path, results: Path, omnisql: Pat
     return [sys.executable, str(Path(__file__).resolve()), "--runner", system.name, str(workload_file), str(results)]
 
 
-def run_system(system: System, workload: dict[str, Any], cap_s: float, omnisql: Path | None, work: Path) -> Outcome:
+def run_system(
+    system: System, workload: dict[str, Any], cap_s: float, omnisql: Path | None, src: Path, work: Path
+) -> Outcome:
     workload_file = work / "workload.json"
     workload_file.write_text(json.dumps(workload), encoding="utf-8")
     results = work / f"{system.name}.jsonl"
@@ -407,7 +409,7 @@ def run_system(system: System, workload: dict[str, Any], cap_s: float, omnisql: 
     command = command_for(system, workload_file, results, omnisql)
     if isinstance(command, str):
         return Outcome(system.name, workload["name"], {}, False, 0.0, 0.0, 0.0, True, command)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "bench")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT / "bench")])}
     if omnisql is not None:
         env["PEERS_OMNISQL"] = str(omnisql)
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=work)
@@ -513,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workloads", default="a,b,c")
     parser.add_argument("--cap", type=float, default=120.0, help="seconds a system may take on one workload")
     parser.add_argument("--omnisql", type=Path, default=None, help="a checkout of RUCKBReasoning/OmniSQL")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the progress_sql under test (its src folder)")
     add_output_options(parser)
     args = parser.parse_args(arguments)
     if spider_dev_missing(args.data_dir):
@@ -527,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for workload in workloads_for(args):
             normal = normal_ids(workload)
             for name in args.systems.split(","):
-                outcome = run_system(SYSTEMS[name], workload, args.cap, args.omnisql, Path(work))
+                outcome = run_system(SYSTEMS[name], workload, args.cap, args.omnisql, args.src, Path(work))
                 if workload["name"].startswith("(a)"):
                     outcomes_a[name] = outcome
                 baseline = outcomes_a.get(name) if workload["name"].startswith("(b)") else None
@@ -535,10 +538,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(" | ".join(rows[-1]), flush=True)
     if not args.no_doc:
         command = command_line("bench/peers.py", argv)
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
         lines = [
             SECTION,
             "",
+            "The same GRPO-step workloads through our hosted environment and through each peer's own code",
+            "(bench/peers/README.md: repositories, commits, licences, what of each runs). A trajectory's latency",
+            "runs from the step's start (all trajectories submitted at once) to its verdict; `cores used` is the",
+            "process tree's CPU seconds over the step's wall time (imports and setup excluded), so `traj per",
+            "core-s` is trajectories per CPU second; `normal trajectories vs (a)` compares, in (b), the",
+            "trajectories that are not pathological with the same trajectories in (a): the p99 of their",
+            "latency and how many got another verdict. Peak RSS is the process tree's (pool workers included).",
+            "",
             *provenance(command, info),
+            f"Commit: {head.stdout.strip() or 'unknown'}; progress_sql under test: `{args.src}`",
             "",
             "| " + " | ".join(COLUMNS) + " |",
             "|---|---|" + "---:|" * 8 + "---|---|",
