@@ -11,11 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult
+    from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, step_many
     from progress_sql.env.records import TurnRecord
 
 #: The module of each name this package exports.
-_HOMES = {"EnvConfig": "core", "SQLRefineEnv": "core", "StepResult": "core", "TurnRecord": "records"}
+_HOMES = {
+    "EnvConfig": "core",
+    "SQLRefineEnv": "core",
+    "StepResult": "core",
+    "TurnRecord": "records",
+    "step_many": "core",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +33,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnRecord"]
+__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnRecord", "step_many"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,20 @@ def _check_store(store: GoldStore, config: EnvConfig) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedTurn:
+    """A response read by :meth:`SQLRefineEnv.plan` before anything runs: the example and turn it is for, its
+    action under the protocol, the answer's extraction (None for a probe or an invalid turn) and the
+    SQL the turn runs (None: it runs nothing, e.g. no SQL, a clarifying question, a last-turn probe)."""
+
+    response: str
+    example: Example
+    turn: int
+    action: TurnAction
+    extracted: Extracted | None
+    sql: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class StepResult:
     """``observation`` is the next user message (None once the episode is over); ``info`` the turn's
     record, with its feedback and, on the last turn, the trajectory's reward."""
@@ -288,22 +302,47 @@ class SQLRefineEnv(Closing):
 
     def step(self, response: str) -> StepResult:
         """Score one model turn and say what happens next."""
+        return self.take(self.plan(response))
+
+    def plan(self, response: str) -> PlannedTurn:
+        """Read ``response`` under the protocol without changing the episode: its action, the answer's
+        extraction and the SQL the turn will run. :func:`step_many` plans the turns of many episodes,
+        runs their SQL in one batch and hands each result to :meth:`take`."""
         if self._example is None or self._gold is None:
             raise RuntimeError("step() called before reset()")
         if self._done:
             raise RuntimeError("the episode is over: call reset() first")
-        example, gold, store = self._example, self._gold, self.store
         clock = _StageClock(self.stage_seconds)
         protocol = self._protocol
+        turn_number = self._turn_count + 1
         action = read_turn(response) if protocol.probes else TurnAction("answer")
         if action.kind == "probe" or (action.kind == "invalid" and protocol.invalid_is_action):
-            return self._probe(response, action)
+            # A probe on the last turn is not run: nobody would see its result.
+            runs = action.sql if turn_number < self.config.max_turns else None
+            return PlannedTurn(response, self._example, turn_number, action, None, runs)
         extracted = self._read_answer(response, action)
         clock.lap("extract")
+        runs = extracted.sql if extracted.ask is None and extracted.sql else None
+        return PlannedTurn(response, self._example, turn_number, action, extracted, runs)
+
+    def take(self, planned: PlannedTurn, result: ExecResult | None = None) -> StepResult:
+        """Play a turn :meth:`plan` read for this episode: ``result`` is what its SQL gave when it ran
+        already (a batch of :func:`step_many`); without it the SQL runs here."""
+        planned_here = planned.example is self._example and planned.turn == self._turn_count + 1
+        if self._example is None or self._gold is None or self._done or not planned_here:
+            raise RuntimeError(f"turn {planned.turn} was not planned for this episode's next turn")
+        example, gold, store, protocol = self._example, self._gold, self.store, self._protocol
+        clock = _StageClock(self.stage_seconds)
+        if planned.sql is not None and result is None:
+            result = store.run_pred(example, planned.sql)
+        if planned.extracted is None:
+            return self._probe(planned.response, planned.action, result)
+        extracted, response = planned.extracted, planned.response
         if extracted.ask is not None:
             return self._ask(response, extracted)
         self._turn_count += 1
-        result = store.run_pred(example, extracted.sql) if extracted.sql else _NO_SQL
+        if result is None:
+            result = _NO_SQL
         self._last_result = result if extracted.sql else None
         clock.lap("execute")
         judged = store.judgement(example, gold.results, result)
@@ -373,20 +412,18 @@ class SQLRefineEnv(Closing):
         retagged = response.replace(SOLUTION_START, PROBE_START).replace(SOLUTION_END, PROBE_END)
         return extract(retagged, reasoning=self._style.reasoning)
 
-    def _probe(self, response: str, action: TurnAction) -> StepResult:
-        """A probe (or an invalid turn under a protocol that observes those): run under the executor's
-        limits and shown to the model, never judged; it uses a turn and is no attempt. A probe on the
-        last turn is not run: nobody would see its result."""
+    def _probe(self, response: str, action: TurnAction, result: ExecResult | None) -> StepResult:
+        """A probe (or an invalid turn under a protocol that observes those) with what its SQL gave
+        (None: it had none, or it is the last turn and was not run): shown to the model, never judged;
+        it uses a turn and is no attempt."""
         example = self._example
         assert example is not None
         self._turn_count += 1
         self._last_result = None
         truncated = self._turn_count >= self.config.max_turns
         self._done = truncated
-        result = None
         observation = None
         if not truncated:
-            result = self.store.run_pred(example, action.sql) if action.sql is not None else None
             observe = self._protocol.observe
             assert observe is not None  # every probe protocol observes
             seen = ProbeContext(result, action.sql, example.db_path, self.config.max_turns - self._turn_count,
@@ -505,3 +542,24 @@ class SQLRefineEnv(Closing):
 
 
 _NO_SQL = ExecResult("error", error="no SQL found in the response")
+
+
+def step_many(steps: Sequence[tuple[SQLRefineEnv, str]]) -> list[StepResult]:
+    """``env.step(response)`` for each pair, with the turns' SQL sent to the execution workers in one
+    batch per gold store (each distinct query once: the G samples of a prompt often repeat one)
+    instead of one round trip per turn; results in the order of ``steps``, each the same as a lone
+    ``step`` would give (docs/environment.md#stepping-a-group). Each pair must be a different episode."""
+    if len({id(env) for env, _ in steps}) != len(steps):
+        raise ValueError("step_many takes each environment once (one turn per episode)")
+    planned = [env.plan(response) for env, response in steps]
+    results: list[ExecResult | None] = [None] * len(steps)
+    by_store: dict[int, list[int]] = {}
+    for position, ((env, _), turn) in enumerate(zip(steps, planned, strict=True)):
+        if turn.sql is not None:
+            by_store.setdefault(id(env.store), []).append(position)
+    for positions in by_store.values():
+        store = steps[positions[0]][0].store
+        answers = [(planned[i].example, planned[i].sql or "") for i in positions]
+        for i, result in zip(positions, store.run_answers(answers), strict=True):
+            results[i] = result
+    return [env.take(turn, result) for (env, _), turn, result in zip(steps, planned, results, strict=True)]

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.backends.base import Backend, GenerationConfig
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store
+from progress_sql.data.loaders import database_problem
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store, step_many
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
@@ -77,8 +78,8 @@ def run_rollouts(
     turns: list[list[TurnRecord]] = [[] for _ in examples]
     active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
     for position, example in enumerate(examples):
-        if not Path(example.db_path).is_file():
-            records[position] = _unscored(example, "skipped", f"database not found: {example.db_path}")
+        if (problem := database_problem(example)) is not None:  # docs/data.md#data-checks
+            records[position] = _unscored(example, "skipped", problem)
             _advance(progress, config.max_turns)
             continue
         env = SQLRefineEnv(config, store=store)
@@ -92,9 +93,10 @@ def run_rollouts(
             break
         responses = backend.generate([messages for _, _, messages in active], generation)
         still_active = []
-        for (position, env, messages), choices in zip(active, responses, strict=True):
+        # The turn's SQL of every active episode goes to the workers in one batch.
+        steps = step_many([(env, choices[0]) for (_, env, _), choices in zip(active, responses, strict=True)])
+        for (position, env, messages), choices, step in zip(active, responses, steps, strict=True):
             response = choices[0]
-            step = env.step(response)
             turns[position].append(step.info)
             if step.terminated or step.truncated:
                 example = examples[position]
@@ -214,7 +216,7 @@ def run_rollout(
     from progress_sql.runfolder import RunFolder, basic_report
     from progress_sql.types import PREVIEW_ROWS, plain
 
-    examples = resolve_task(request.task, request.data_dir, db_root=request.db_root)[1]
+    examples = resolve_task(request.task, request.data_dir, db_root=request.db_root, need_databases=True)[1]
     if request.limit is not None:
         examples = examples[: max(0, request.limit)]
     generator = make_backend(

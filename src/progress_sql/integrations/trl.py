@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, shared_store, step_many
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
@@ -355,7 +355,12 @@ class TrlRollout:
             turns = self.generator([batch.prompt_ids[i] + batch.completion_ids[i] for i in active], trainer)
             if active and not batch.completion_ids[active[0]]:
                 self._check_not_silent([turn.tokens for turn in turns])
-            active = [i for i, turn in zip(active, turns, strict=True) if self._take_turn(batch, i, envs[i], turn)]
+            taken = [(i, *self._sampled_into(batch, i, turn)) for i, turn in zip(active, turns, strict=True)]
+            taken = [(i, turn, sampled) for i, turn, sampled in taken if not batch.gold_errors[i]]  # unscored: ends
+            # The turn's SQL of every going episode reaches the workers in one batch.
+            steps = step_many([(envs[i], self._text(turn.tokens)) for i, turn, _ in taken])
+            active = [i for (i, turn, sampled), step in zip(taken, steps, strict=True)
+                      if self._after_step(batch, i, envs[i], turn, sampled, step)]  # fmt: skip
         self.last_trajectories = [env.trajectory for env in envs]
         self.last_examples, self.last_records = list(examples), batch.records
         unscored = dict.fromkeys(component_names(self.env_config.reward), 0.0)
@@ -374,9 +379,9 @@ class TrlRollout:
             "budget_stopped": batch.budget_stopped,
         }
 
-    def _take_turn(self, batch: _Batch, i: int, env: SQLRefineEnv, turn: SampledTurn) -> bool:
-        """Episode ``i``'s sampled ``turn`` into its streams and its environment; True while it goes on
-        (then the feedback, environment-written with mask 0, is in its completion)."""
+    def _sampled_into(self, batch: _Batch, i: int, turn: SampledTurn) -> tuple[SampledTurn, int]:
+        """Episode ``i``'s sampled ``turn``, cut to the completion budget, into its streams; the cut turn
+        and how many tokens were sampled."""
         sampled, turn = len(turn.tokens), self._within_budget(turn, len(batch.completion_ids[i]))
         batch.completion_ids[i] += turn.tokens
         batch.env_mask[i] += [1] * len(turn.tokens)
@@ -384,9 +389,13 @@ class TrlRollout:
             batch.sampled_logprobs = False
         else:
             batch.logprobs[i] += turn.logprobs
-        if batch.gold_errors[i]:  # nothing to compare with: the episode ends unscored
-            return False
-        step = env.step(self._text(turn.tokens))
+        return turn, sampled
+
+    def _after_step(
+        self, batch: _Batch, i: int, env: SQLRefineEnv, turn: SampledTurn, sampled: int, step: StepResult
+    ) -> bool:
+        """Episode ``i``'s environment ``step`` on its (cut) ``turn`` into its streams; True while it goes
+        on (then the feedback, environment-written with mask 0, is in its completion)."""
         batch.records[i].append(step.info)
         if step.terminated or step.truncated:
             batch.finals[i] = step.info.reward
@@ -701,17 +710,20 @@ class ExportedRowReward:
         if self.pool is None:
             self.pool = ExecutionPool(workers=1)
         named = {key: values for key, values in columns.items() if key in _EXAMPLE_COLUMNS}
-        rewards = []
+        rewards = [0.0] * len(completions)  # a row whose gold fails or whose database is missing: no signal
+        scored: list[tuple[int, SQLRefineEnv, str]] = []
         for position, completion in enumerate(completions):
             row = {key: values[position] for key, values in named.items()}
-            example = trl_example(row)
             env = _make_env(row_env_config(self.config, row), self.pool, self.cache)
             try:
-                env.reset(example)
-            except (GoldQueryError, DatasetError):  # nothing to compare with: no signal from this row
-                rewards.append(0.0)
+                env.reset(trl_example(row))
+            except (GoldQueryError, DatasetError):
                 continue
-            rewards.append(env.step(_text(completion)).reward)
+            scored.append((position, env, _text(completion)))
+        # The batch's answers reach the workers together (a prompt's G completions often repeat one).
+        steps = step_many([(env, text) for _, env, text in scored])
+        for (position, _, _), step in zip(scored, steps, strict=True):
+            rewards[position] = step.reward
         return rewards
 
     def close(self) -> None:
