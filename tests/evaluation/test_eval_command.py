@@ -87,7 +87,8 @@ def test_ex_and_ts_over_a_two_database_suite(shop: Path, tmp_path: Path) -> None
     assert samples[2]["hardness"] == "easy"
     assert summary["settings"]["suite"] == str(shop / "suite")
     assert metrics["skipped_examples"] == {
-        "reason": "database file absent", "count": 1, "by_db_id": {"gone": 1}, "indices": [5]
+        "reason": "database file absent", "count": 1, "by_db_id": {"gone": 1},
+        "by_reason": {"database file absent": {"gone": 1}}, "indices": [5],
     }  # fmt: skip
     assert metrics["gold_invalid_examples"][0]["index"] == 6
     report = (tmp_path / "out" / "report.md").read_text()

@@ -212,8 +212,8 @@ def _print(metrics: Any, out: Path, preset: str) -> None:
             if bird[key] is not None:
                 cells = ", ".join(f"{level} {_percent(v)}" for level, v in bird[key].items())
                 common.stdout.print(f"{name}: {cells}")
-    if metrics["skipped"]:
-        common.stdout.print(f"skipped (database absent): {metrics['skipped']}")
+    for reason, by_db in metrics["skipped_examples"]["by_reason"].items():  # docs/data.md#data-checks
+        common.stdout.print(f"skipped ({reason}): {sum(by_db.values())}")
     if metrics["gold_invalid"]:
         common.stdout.print(f"invalid (gold query failed): {metrics['gold_invalid']}")
     common.stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")

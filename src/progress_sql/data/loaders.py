@@ -1,8 +1,12 @@
 """Turn benchmark files (Spider, BIRD, Spider-Syn, SynSQL-2.5M) into :class:`Example` records; the
-formats: docs/data.md#loaders. A missing database file is not an error here: callers decide."""
+formats: docs/data.md#loaders. A database that cannot be used is not an error here: the example keeps a
+path inside its data folder and :func:`database_problem` says why (docs/data.md#data-checks)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +18,92 @@ from progress_sql.types import Example
 
 
 def database_path(db_root: str | Path, db_id: str) -> Path:
-    """Where the release layout keeps ``db_id``'s SQLite file."""
+    """Where the release layout keeps ``db_id``'s SQLite file; for a ``db_id`` that is not one plain
+    name (:func:`db_id_problem`), the databases folder itself, which no reader opens as a database: a
+    path never leaves ``db_root``.
+
+    >>> database_path("/data/database", "concert_singer").as_posix()
+    '/data/database/concert_singer/concert_singer.sqlite'
+    >>> database_path("/data/database", "../../etc").as_posix()
+    '/data/database'
+    """
+    if db_id_problem(db_id) is not None:
+        return Path(db_root)
     return Path(db_root) / db_id / f"{db_id}.sqlite"
+
+
+# ---- data checks: can an example's database be used? (docs/data.md#data-checks) ----------------
+
+#: The first 16 bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: Why a database cannot be used, one phrase per kind: every skip reason and refusal starts with one,
+#: and a run's summary counts its skipped examples by them.
+ABSENT = "database file absent"
+NOT_A_FILE = "database path is not a file"
+EMPTY = "database file empty"
+UNREADABLE = "database file unreadable"
+NOT_SQLITE = "not a SQLite database"
+OUTSIDE = "db_id leaves the databases folder"
+PROBLEM_KINDS: tuple[str, ...] = (ABSENT, NOT_A_FILE, EMPTY, UNREADABLE, NOT_SQLITE, OUTSIDE)
+
+
+def db_id_problem(db_id: str) -> str | None:
+    """Why ``db_id`` cannot name a folder of the databases folder (``'..'``, an absolute path, a path
+    separator, a NUL), or None for one plain name.
+
+    >>> db_id_problem("concert_singer") is None
+    True
+    >>> db_id_problem("../music")
+    "db_id leaves the databases folder: '../music'"
+    """
+    plain = db_id not in ("", ".", "..") and not any(mark in db_id for mark in ("/", "\\", "\x00"))
+    return None if plain else f"{OUTSIDE}: {db_id!r}"
+
+
+def database_problem(example: Example) -> str | None:
+    """Why ``example``'s database cannot be used (one line that starts with a :data:`PROBLEM_KINDS`
+    phrase and names the path), or None when it can. A stat per call, like ``Path.is_file``; the file's
+    header is read once per file (and again only when the file changes)."""
+    outside = db_id_problem(example.db_id)
+    return outside if outside is not None else file_problem(example.db_path)
+
+
+def file_problem(path: str | Path) -> str | None:
+    """Why the SQLite file at ``path`` cannot be used: absent, not a regular file (a folder, a pipe),
+    empty, unreadable, or without SQLite's header; None when it has the header."""
+    try:
+        status = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return f"{ABSENT}: {path}"
+    except OSError as error:  # a symlink loop, a name too long, no permission on a folder above
+        return f"{UNREADABLE}: {path} ({error.strerror or type(error).__name__})"
+    if not stat.S_ISREG(status.st_mode):  # never opened: reading a pipe would block
+        kind = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+        return f"{NOT_A_FILE}: {path} ({kind})"
+    if status.st_size == 0:  # SQLite would read it as an empty database: no table, every gold fails
+        return f"{EMPTY}: {path}"
+    return _header_problem(str(path), status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _header_problem(path: str, _inode: int, _size: int, _modified_ns: int) -> str | None:
+    """The header check of :func:`file_problem`, once per version of a file (the stat fields are the key)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        return f"{UNREADABLE}: {path} ({error.strerror or type(error).__name__})"
+    return None if header == SQLITE_HEADER else f"{NOT_SQLITE}: {path}"
+
+
+def problem_kind(reason: str) -> str:
+    """The :data:`PROBLEM_KINDS` phrase a skip reason starts with (the reason itself for another one).
+
+    >>> problem_kind("database file empty: /data/database/a/a.sqlite")
+    'database file empty'
+    """
+    return next((kind for kind in PROBLEM_KINDS if reason.startswith(kind)), reason)
 
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:

@@ -10,13 +10,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from progress_sql.data.embedded import AMBIGUOUS_FILE, WRITE_TASKS_FILE, ambiguous_questions, write_tasks
-from progress_sql.data.loaders import load_bird, load_spider, load_spider_syn, load_synsql
+from progress_sql.data.loaders import (
+    database_problem,
+    load_bird,
+    load_spider,
+    load_spider_syn,
+    load_synsql,
+    problem_kind,
+)
 from progress_sql.errors import DatasetError
 from progress_sql.types import Example
 
@@ -156,27 +164,43 @@ def path_database_folder(questions: Path, root: Path) -> Path:
 
 
 def resolve_task(
-    task: str, data_dir: str | Path | None, *, questions: str | None = None, db_root: str | Path | None = None
+    task: str,
+    data_dir: str | Path | None,
+    *,
+    questions: str | None = None,
+    db_root: str | Path | None = None,
+    need_databases: bool = False,
 ) -> tuple[Task, list[Example]]:
     """The spec and the examples of a registered task, or of a Spider-format questions file.
 
     For a path, databases resolve under ``data_dir`` (or the file's own folder when ``data_dir`` is
     None): :func:`path_database_folder`. ``db_root`` names the databases folder outright (either
     kind of task). ``questions`` replaces a registered task's questions file (relative to
-    ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file.
+    ``data_dir``), e.g. a sample of SynSQL or a reduced Spider train file. ``need_databases``: the
+    caller runs SQL on the databases, so a data set none of whose databases can be used is refused
+    (:func:`require_databases`; ``export`` passes rows without a database through, unverified).
     """
+    spec, examples, folder = _resolve(task, data_dir, questions, db_root)
+    if need_databases and not spec.embedded:
+        require_databases(examples, folder, spec.name if spec is not SPIDER_FORMAT else task)
+    return spec, examples
+
+
+def _resolve(
+    task: str, data_dir: str | Path | None, questions: str | None, db_root: str | Path | None
+) -> tuple[Task, list[Example], Path]:
+    """:func:`resolve_task`'s spec and examples, and the databases folder they resolve against."""
     if task in TASKS:
         spec = TASKS[task] if questions is None else replace(TASKS[task], questions=questions)
         if spec.embedded:
-            return spec, spec.load(None)
+            return spec, spec.load(None), Path(spec.db_root)
         if data_dir is None:
             raise DatasetError(f"task {task} needs --data-dir (the folder holding {spec.questions})")
-        if db_root is not None:
-            root = Path(data_dir)
-            if not root.is_dir():
-                raise DatasetError(f"data folder not found: {root} (task {spec.name} expects {spec.questions} there)")
-            return spec, spec.loader(root / spec.questions, db_root)
-        return spec, spec.load(data_dir)
+        root = Path(data_dir)
+        if not root.is_dir():
+            raise DatasetError(f"data folder not found: {root} (task {spec.name} expects {spec.questions} there)")
+        folder = Path(db_root) if db_root is not None else root / spec.db_root
+        return spec, spec.loader(root / spec.questions, folder), folder
     if questions is not None:
         raise DatasetError(f"a questions file ({questions}) can only replace a registered task's, not {task!r}")
     path = Path(task)
@@ -184,7 +208,28 @@ def resolve_task(
         known = ", ".join(sorted(TASKS))
         raise DatasetError(f"unknown task {task!r}: not a registered task ({known}) nor an existing file")
     root = Path(data_dir) if data_dir is not None else path.parent
-    return SPIDER_FORMAT, load_spider(path, db_root if db_root is not None else path_database_folder(path, root))
+    folder = Path(db_root) if db_root is not None else path_database_folder(path, root)
+    return SPIDER_FORMAT, load_spider(path, folder), folder
+
+
+def require_databases(examples: Sequence[Example], folder: Path, task: str) -> None:
+    """Refuse a data set whose databases cannot be used at all: ``folder`` absent, or every example's
+    database absent or bad (DatasetError naming the path). A bad database among usable ones is its
+    examples' own problem: the command skips them with :func:`database_problem`'s reason. Each distinct
+    database is checked once."""
+    if not folder.is_dir():
+        raise DatasetError(f"databases folder not found: {folder} (task {task} expects <db_id>/<db_id>.sqlite there)")
+    uses = Counter((e.db_id, e.db_path) for e in examples)
+    first_use = {(e.db_id, e.db_path): e for e in reversed(examples)}
+    problems = {key: database_problem(first_use[key]) for key in uses}
+    if not problems or any(problem is None for problem in problems.values()):
+        return
+    kinds: Counter[str] = Counter()
+    for key, problem in problems.items():
+        kinds[problem_kind(problem or "")] += uses[key]
+    counted = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
+    first = problems[(examples[0].db_id, examples[0].db_path)]
+    raise DatasetError(f"no database of task {task} can be used ({len(examples)} examples: {counted}); first: {first}")
 
 
 def task_licence(task: str) -> str:

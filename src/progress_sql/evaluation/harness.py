@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal
 
+from progress_sql.data.loaders import database_problem
 from progress_sql.evaluation.bird import soft_f1
 from progress_sql.evaluation.voting import is_valid, majority_vote
 from progress_sql.judge.gold import GoldStore, PreparedGold
@@ -108,8 +108,9 @@ def evaluate(
     """
     if len(examples) != len(samples):
         raise ValueError(f"{len(samples)} sample lists for {len(examples)} examples")
-    present = [(e, s) for e, s in zip(examples, samples, strict=True) if Path(e.db_path).is_file()]
-    absent_levels = _levels_beside([e for e in examples if not Path(e.db_path).is_file()], store)
+    problems = {e.index: problem for e in examples if (problem := database_problem(e)) is not None}
+    present = [(e, s) for e, s in zip(examples, samples, strict=True) if e.index not in problems]
+    absent_levels = _levels_beside([e for e in examples if e.index in problems], store)
     for example, items in present:
         if not items:
             raise ValueError(f"example {example.index} has no samples")
@@ -142,7 +143,7 @@ def evaluate(
         assert suite is not None  # planned only for examples with suite databases
         records[example.index] = replace(records[example.index], ts_match=suite.match, ts_databases=suite.databases)
     levels = absent_levels()
-    return [records.get(e.index) or _skipped(e, levels[e.index], store, breakdown) for e in examples]
+    return [records.get(e.index) or _skipped(e, levels[e.index], store, breakdown, problems[e.index]) for e in examples]
 
 
 def _diagnose_beside(
@@ -186,8 +187,10 @@ def _identity(example: Example, level: Hardness | None, store: GoldStore, breakd
     }  # fmt: skip
 
 
-def _skipped(example: Example, level: Hardness | None, store: GoldStore, breakdown: Breakdown) -> EvalRecord:
-    reason = f"database not found: {example.db_path}"
+def _skipped(
+    example: Example, level: Hardness | None, store: GoldStore, breakdown: Breakdown, reason: str
+) -> EvalRecord:
+    """The record of an example whose database cannot be used (``reason``: :func:`database_problem`'s)."""
     return EvalRecord(**_identity(example, level, store, breakdown), status="skipped", reason=reason, sql=None,
                       verdict="skipped", match=False)  # fmt: skip
 

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from progress_sql.data.loaders import problem_kind
 from progress_sql.evaluation.analysis import analyze, ratio
 from progress_sql.evaluation.bird import BIRD_LEVELS, ves_score
 from progress_sql.evaluation.harness import EvalRecord
@@ -118,12 +119,18 @@ def bird_metrics(records: Sequence[EvalRecord]) -> dict[str, Any]:
 
 
 def _skipped(records: Sequence[EvalRecord]) -> dict[str, Any]:
+    """The examples whose database could not be used: ``by_reason`` counts them per database under each
+    kind of problem (``progress_sql.data.loaders.PROBLEM_KINDS``); ``reason`` joins the kinds."""
     skipped = [r for r in records if r.status == "skipped"]
     by_db = Counter(r.db_id for r in skipped)
+    by_reason: dict[str, Counter[str]] = {}
+    for record in skipped:
+        by_reason.setdefault(problem_kind(record.reason or ""), Counter())[record.db_id] += 1
     return {
-        "reason": "database file absent" if skipped else None,
+        "reason": "; ".join(by_reason) if skipped else None,
         "count": len(skipped),
         "by_db_id": dict(sorted(by_db.items())),
+        "by_reason": {kind: dict(sorted(dbs.items())) for kind, dbs in by_reason.items()},
         "indices": [r.index for r in skipped],
     }
 
@@ -131,12 +138,10 @@ def _skipped(records: Sequence[EvalRecord]) -> dict[str, Any]:
 def notes(metrics: dict[str, Any]) -> list[str]:
     """Sentences that say which examples were left out of the metrics, and why."""
     found = []
-    skipped = metrics["skipped_examples"]
-    if skipped["count"]:
-        dbs = ", ".join(f"{db} ({count})" for db, count in skipped["by_db_id"].items())
+    for reason, by_db in metrics["skipped_examples"]["by_reason"].items():
+        dbs = ", ".join(f"{db} ({count})" for db, count in by_db.items())
         found.append(
-            f"{skipped['count']} examples skipped because their database file is absent ({dbs}); "
-            "they are not counted in execution_accuracy"
+            f"{sum(by_db.values())} examples skipped, {reason} ({dbs}); they are not counted in execution_accuracy"
         )
     if metrics["gold_invalid"]:
         found.append(

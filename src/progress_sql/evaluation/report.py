@@ -114,7 +114,7 @@ def render_report(summary: dict[str, Any], plots: Sequence[str] = (), plot_error
         "|---|---:|",
         f"| examples | {metrics['examples']} |",
         f"| scored | {metrics['scored']} |",
-        f"| skipped (database absent) | {metrics['skipped']} |",
+        f"| skipped (database absent or bad) | {metrics['skipped']} |",
         f"| gold invalid | {metrics['gold_invalid']} |",
         f"| EX (%) | {_pct(metrics['execution_accuracy'])}{_se(metrics.get('execution_accuracy_se'))} |",
     ]
@@ -174,9 +174,9 @@ def _left_out_section(metrics: dict[str, Any], notes: Sequence[str]) -> list[str
     """What was not scored (absent databases, invalid golds) and the test-suite notes."""
     lines = ["", "## Left out", ""]
     skipped = metrics["skipped_examples"]
-    if skipped["count"]:
-        dbs = ", ".join(f"`{db}` ({count})" for db, count in skipped["by_db_id"].items())
-        lines.append(f"- {skipped['count']} examples skipped, database file absent: {dbs}.")
+    for reason, by_db in skipped["by_reason"].items():
+        dbs = ", ".join(f"`{db}` ({count})" for db, count in by_db.items())
+        lines.append(f"- {sum(by_db.values())} examples skipped, {reason}: {dbs}.")
     invalid = metrics["gold_invalid_examples"]
     if invalid:
         lines.append(f"- {len(invalid)} examples with an invalid gold query (never a match, not scored):")

@@ -12,8 +12,9 @@ from typing import Any, cast
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
+from progress_sql.data.loaders import database_problem
 from progress_sql.data.tasks import Task
-from progress_sql.errors import ConfigError, GenerationError
+from progress_sql.errors import ConfigError, DatasetError, GenerationError
 from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
 from progress_sql.evaluation.metrics import notes, summarize_eval
@@ -55,7 +56,7 @@ def generate_samples(
     ``advance(k)`` is called after each batch of ``k`` examples."""
     style = style or PAPER_STYLE
     samples: list[list[Sample]] = [[] for _ in examples]
-    present = [i for i, e in enumerate(examples) if Path(e.db_path).is_file()]
+    present = [i for i, e in enumerate(examples) if database_problem(e) is None]
     schemas: dict[str, str] = {}
     for start in range(0, len(present), GENERATION_BATCH):
         batch = present[start : start + GENERATION_BATCH]
@@ -248,6 +249,25 @@ def summarize_run(
         elapsed_s=round(elapsed_s, 3),
         notes=(*notes(metrics), *([] if vote_warning is None else [vote_warning])),
     )
+
+
+def nothing_scored(metrics: Mapping[str, Any]) -> str:
+    """The error of a run that scored no example: how many there were and why each was left out.
+
+    >>> nothing_scored({"examples": 3, "skipped": 3, "gold_invalid": 0,
+    ...                 "skipped_examples": {"by_reason": {"database file empty": {"music": 3}}}})
+    'nothing could be scored: 3 examples, 3 skipped (database file empty 3); no summary written'
+    """
+    if not metrics["examples"]:
+        return "nothing could be scored: no example to evaluate (check --limit and the questions file)"
+    parts = []
+    if metrics["skipped"]:
+        by_reason = metrics["skipped_examples"]["by_reason"]
+        reasons = ", ".join(f"{reason} {sum(dbs.values())}" for reason, dbs in by_reason.items())
+        parts.append(f"{metrics['skipped']} skipped ({reasons})")
+    if metrics["gold_invalid"]:
+        parts.append(f"{metrics['gold_invalid']} with a gold query that failed")
+    return f"nothing could be scored: {metrics['examples']} examples, {', '.join(parts)}; no summary written"
 
 
 def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummary, *, plots: bool = True) -> RunFolder:
@@ -449,7 +469,7 @@ def _plan(request: EvalRequest) -> _Plan:
         raise ConfigError(f"suite folder not found: {request.suite} (expected <db_id>/*.sqlite databases)")
     if request.db_root is not None and not request.db_root.is_dir():
         raise ConfigError(f"databases folder not found: {request.db_root}")
-    spec, examples = resolve_task(request.task, request.data_dir, db_root=request.db_root)
+    spec, examples = resolve_task(request.task, request.data_dir, db_root=request.db_root, need_databases=True)
     chosen_name = request.preset or spec.preset
     if request.keep_distinct and chosen_name != "spider":
         raise ConfigError("--keep-distinct applies to --preset spider only (the other presets keep DISTINCT)")
@@ -525,6 +545,8 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
         plan.inputs, records, gold_cache=gold_cache, elapsed_s=time.perf_counter() - started,
         draws=None if generator is None else generator.draws,
     )  # fmt: skip
+    if not summary.metrics["scored"]:  # no figure to report: a summary would read as a run that measured
+        raise DatasetError(nothing_scored(summary.metrics))
     with writing_results(request.out):
         RunFolder(request.out).summary_path.unlink(missing_ok=True)
         if request.contexts:  # before the summary, which comes last (a present summary: a complete run)
@@ -545,7 +567,7 @@ def _generate(
         request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
         api_key=request.api_key, sampling=request.sampling,
     )  # fmt: skip
-    present = sum(Path(e.db_path).is_file() for e in plan.examples)
+    present = sum(database_problem(e) is None for e in plan.examples)
     advance = phase(f"generating with {request.backend}", present)
     try:
         samples = generate_samples(
@@ -594,7 +616,7 @@ def _judge_here(
     """Judged with ``store`` on this machine's pools, then R-VES timing when asked; the page's contexts
     come from the store (result rows are in the records: nothing runs)."""
     inputs = plan.inputs
-    present = sum(Path(e.db_path).is_file() for e in plan.examples)
+    present = sum(database_problem(e) is None for e in plan.examples)
     total = present * (1 + inputs.generation.n)
     advance = _counted(phase(f"{inputs.preset.name} on {inputs.task.name}", total))
     records = evaluate(
