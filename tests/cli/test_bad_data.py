@@ -120,16 +120,22 @@ def test_a_broken_data_set_is_one_line_naming_the_path_and_exit_2(case: str, mus
     assert not out.exists()  # refused while resolving the task: no folder, no summary
 
 
-def test_rollout_refuses_a_broken_data_set_too(music_dir: Path, tmp_path: Path) -> None:
+OTHER_COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "rollout": lambda data, out: ["rollout", "--task", "spider-dev", "--data-dir", str(data), "--backend", "replay",
+                                  "--replay", str(out.parent / "replay.jsonl"), "--out", str(out), "--workers", "1"],
+    "build-suite": lambda data, out: ["build-suite", "--task", "spider-dev", "--data-dir", str(data), "--out",
+                                      str(out), "--workers", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(OTHER_COMMANDS))
+def test_other_commands_refuse_a_broken_data_set_too(command: str, music_dir: Path, tmp_path: Path) -> None:
     """The check is the task resolution's: every command that runs SQL on the databases refuses alike."""
     rows = _questions(music_dir)
     data, says = _broken_by_database("zero-byte file")(_data_dir(tmp_path / "data", rows), music_dir)
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps({"response": f"```sql\n{r['query']}\n```"}) + "\n" for r in rows))
+    (tmp_path / "replay.jsonl").write_text("".join(json.dumps({"response": r["query"]}) + "\n" for r in rows))
     out = tmp_path / "run"
-    result = runner.invoke(app, ["rollout", "--task", "spider-dev", "--data-dir", str(data), "--backend", "replay",
-                                 "--replay", str(replay), "--out", str(out), "--workers", "1"])  # fmt: skip
-    assert says in one_line_error(result)
+    assert says in one_line_error(runner.invoke(app, OTHER_COMMANDS[command](data, out)))
     assert not (out / "summary.json").exists()
 
 

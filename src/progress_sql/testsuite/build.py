@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from progress_sql.cluster.shards import ShardRunner
+from progress_sql.data.loaders import database_problem
 from progress_sql.testsuite.distill import Progress, SchemaSuite, SuiteConfig, build_schema_suite
 from progress_sql.types import Example
 
@@ -28,13 +29,16 @@ class SchemaJob:
 
 
 def schema_jobs(examples: Sequence[Example]) -> tuple[list[SchemaJob], list[str]]:
-    """One job per database present, and the db_ids whose database file is absent."""
+    """One job per database that can be used, and the db_ids whose database cannot (absent or bad:
+    :func:`~progress_sql.data.loaders.database_problem`)."""
     golds: dict[tuple[str, str], list[str]] = {}
+    first: dict[tuple[str, str], Example] = {}
     for example in examples:
         golds.setdefault((example.db_id, example.db_path), []).append(example.gold_sql)
+        first.setdefault((example.db_id, example.db_path), example)
     jobs, missing = [], []
     for (db_id, db_path), queries in sorted(golds.items()):
-        if Path(db_path).is_file():
+        if database_problem(first[db_id, db_path]) is None:
             jobs.append(SchemaJob(db_id, db_path, tuple(queries)))
         else:
             missing.append(db_id)

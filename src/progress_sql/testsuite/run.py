@@ -62,7 +62,7 @@ def build_suite_run(request: SuiteRequest, bar: Progress) -> SuiteRun:
         raise ConfigError(f"--pool must be >= 0, got {request.pool}")
     if request.max_dbs < 1:
         raise ConfigError(f"--max-dbs must be >= 1 (the original database counts), got {request.max_dbs}")
-    spec, examples = resolve_task(request.task, request.data_dir)
+    spec, examples = resolve_task(request.task, request.data_dir, need_databases=True)
     chosen: str = request.preset or spec.preset
     get_preset(chosen)
     jobs, missing = schema_jobs(examples)

@@ -168,10 +168,11 @@ def first_present(data_dir: Path | None, candidates: Sequence[str]) -> str | Non
 
 def heldout_examples(heldout: HeldOut, data_dir: Path | None) -> list[Example]:
     """The held-out questions (see :class:`HeldOut`), in their task's order."""
+    from progress_sql.data.loaders import database_problem
     from progress_sql.data.tasks import load_task
 
     root = heldout.data_dir or data_dir
-    present = [e for e in load_task(heldout.task, root) if Path(e.db_path).is_file()]
+    present = [e for e in load_task(heldout.task, root) if database_problem(e) is None]
     if len(present) < 2:
         raise DatasetError(f"{heldout.task}: fewer than two questions have their database under {root}")
     chosen = sorted(random.Random(0).sample(range(len(present)), min(heldout.size, len(present))))
@@ -369,6 +370,7 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
     ``config`` is a :class:`progress_sql.training.recipe.TrainConfig` with ``warm_start`` and ``heldout``."""
     from progress_sql.backends.hf import load_tokenizer
     from progress_sql.data.leakage import check_leakage
+    from progress_sql.data.loaders import database_problem
     from progress_sql.data.tasks import resolve_task
     from progress_sql.models import resolve_model
     from progress_sql.training.recipe import RunResult, configure_threads, filter_training_examples, write_config
@@ -377,7 +379,7 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
     _, examples = resolve_task(task, data_dir, questions=config.questions)
-    examples = [e for e in examples if Path(e.db_path).is_file()]
+    examples = [e for e in examples if database_problem(e) is None]
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     decision = check_leakage(

@@ -651,10 +651,11 @@ def _task_data(
     leakage guard and the gold-audit filter), the held-out set, how many the filter dropped, and the
     guard's decision. ``config.json`` is written once the model name resolves."""
     from progress_sql.data.leakage import check_leakage
+    from progress_sql.data.loaders import database_problem
     from progress_sql.data.tasks import load_task
     from progress_sql.models import resolve_model
 
-    examples = [e for e in load_task(task, data_dir) if Path(e.db_path).is_file()]
+    examples = [e for e in load_task(task, data_dir) if database_problem(e) is None]
     if len(examples) < 2:
         raise DatasetError(f"{task}: fewer than two examples have their database under {data_dir}")
     decision = check_leakage(  # before anything heavy: evaluation databases are refused at once
