@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, step_many
+    from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, prepare_golds, step_many
     from progress_sql.env.records import TurnRecord
 
 #: The module of each name this package exports.
@@ -21,6 +21,7 @@ _HOMES = {
     "StepResult": "core",
     "TurnRecord": "records",
     "step_many": "core",
+    "prepare_golds": "core",
 }
 
 
@@ -33,4 +34,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnRecord", "step_many"]
+__all__ = ["EnvConfig", "SQLRefineEnv", "StepResult", "TurnRecord", "prepare_golds", "step_many"]

@@ -6,6 +6,7 @@ shared :class:`GoldStore` (docs/environment.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ from progress_sql.env.protocols import (
 )
 from progress_sql.env.records import TurnRecord, answers_trajectory
 from progress_sql.env.user import SimulatedUser, User
-from progress_sql.errors import ConfigError
+from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.execution.engines import engine_of
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
@@ -542,6 +543,18 @@ class SQLRefineEnv(Closing):
 
 
 _NO_SQL = ExecResult("error", error="no SQL found in the response")
+
+
+def prepare_golds(episodes: Sequence[tuple[SQLRefineEnv, Example]]) -> None:
+    """Prepare the golds of many episodes' examples before their resets, in one batch per gold store
+    (each distinct gold once), instead of one round trip per reset: a step's new prompts. A database
+    that cannot be read leaves its store's batch to the resets, each of which raises for its episode."""
+    by_store: dict[int, tuple[GoldStore, list[Example]]] = {}
+    for env, example in episodes:
+        by_store.setdefault(id(env.store), (env.store, []))[1].append(example)
+    for store, examples in by_store.values():
+        with contextlib.suppress(DatasetError):
+            store.prepare_many(examples)
 
 
 def step_many(steps: Sequence[tuple[SQLRefineEnv, str]]) -> list[StepResult]:

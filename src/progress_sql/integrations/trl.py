@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, shared_store, step_many
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, StepResult, prepare_golds, shared_store, step_many
 from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
@@ -342,6 +342,7 @@ class TrlRollout:
         chosen = configs if configs is not None else [self.env_config] * len(prompts)
         envs = [_make_env(config, self.pool, self.cache) for config in chosen]
         batch = _Batch.start([self._tokens(prompt) for prompt in prompts])
+        prepare_golds(list(zip(envs, examples, strict=True)))  # the batch's new golds run together
         for position, (env, example) in enumerate(zip(envs, examples, strict=True)):
             try:
                 env.reset(example)
@@ -711,12 +712,15 @@ class ExportedRowReward:
             self.pool = ExecutionPool(workers=1)
         named = {key: values for key, values in columns.items() if key in _EXAMPLE_COLUMNS}
         rewards = [0.0] * len(completions)  # a row whose gold fails or whose database is missing: no signal
+        rows = [{key: values[position] for key, values in named.items()} for position in range(len(completions))]
+        episodes = [
+            (_make_env(row_env_config(self.config, row), self.pool, self.cache), trl_example(row)) for row in rows
+        ]
+        prepare_golds(episodes)  # the batch's new golds run together
         scored: list[tuple[int, SQLRefineEnv, str]] = []
-        for position, completion in enumerate(completions):
-            row = {key: values[position] for key, values in named.items()}
-            env = _make_env(row_env_config(self.config, row), self.pool, self.cache)
+        for position, ((env, example), completion) in enumerate(zip(episodes, completions, strict=True)):
             try:
-                env.reset(trl_example(row))
+                env.reset(example)
             except (GoldQueryError, DatasetError):
                 continue
             scored.append((position, env, _text(completion)))

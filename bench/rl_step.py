@@ -1,0 +1,212 @@
+"""The environment's share of one RL step at scale: 512 trajectories x up to 4 turns on 1 and 2 execution
+workers, with the cost per query and per trajectory, and what they project to on a larger node.
+
+One step is what a GRPO trainer hands the environment between two generations: ``--prompts`` new
+prompts (64) x ``--group`` samples (8), each an episode of up to ``--turns`` turns (4). The prompts are
+the synthetic dataset's questions (``progress_sql.cluster.synthetic``: one small generated SQLite
+database per prompt, seed 0), so nothing here needs ../shared. Each sample follows a scripted policy
+drawn per turn (seeded): the gold, the gold written otherwise, the dataset's prediction (55% right), a
+query that fails, or a wrong answer (the gold's rows cut to none), so the group's trajectories mix
+first-turn matches, late matches and misses.
+
+Every repeat is a fresh step: a new gold store and cache (new prompts: their golds run and are
+prepared within the step), fresh environments, the turns stepped as a batch (``step_many``: every
+active episode's SQL in one batch per turn) or, as the request-driven adapters do, one episode at a
+time (``--alone``). Measured per step: wall seconds; the parent's CPU seconds (reading, judging, ODT,
+reward, feedback); the workers' CPU seconds (``/proc/<pid>/stat``, user + system) and the queries they
+ran, hence the worker CPU per query; trajectories per second. CPU times hold on a busy machine where
+wall times do not: the projection uses them.
+
+    .venv/bin/python bench/rl_step.py [--prompts 64] [--group 8] [--turns 4] [--repeat 3] [--alone]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import add_output_options, command_line, machine, provenance, write_section
+from progress_sql.cluster.synthetic import SyntheticConfig, generate_dataset
+from progress_sql.data.loaders import load_spider
+from progress_sql.env import EnvConfig, SQLRefineEnv, StepResult, prepare_golds, step_many
+from progress_sql.env.core import make_store
+from progress_sql.execution.jobs import ExecJob
+from progress_sql.execution.pool import ExecutionPool, OnResult, OnStart
+from progress_sql.judge.cache import GoldCache
+from progress_sql.types import Example, ExecResult
+
+SECTION = "## One RL step at scale (issue 35)"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CountingPool(ExecutionPool):
+    """The real pool, counting the jobs it runs."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers=workers)
+        self.jobs = 0
+
+    def run_many(
+        self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
+    ) -> list[ExecResult]:
+        self.jobs += len(jobs)
+        return super().run_many(jobs, on_start=on_start, on_result=on_result)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def scripts(examples: Sequence[Example], predictions: Sequence[str], group: int, turns: int) -> list[list[str]]:
+    """Per episode (prompt-major), its responses turn by turn."""
+    rng = random.Random(0)
+    wrap = "<think>scripted</think><sql>{}</sql>".format
+    episodes = []
+    for example, prediction in zip(examples, predictions, strict=True):
+        gold = example.gold_sql
+        choices = (
+            gold,
+            gold.replace("SELECT", "select"),
+            prediction,
+            gold.replace("SELECT ", "SELECT missing_column , ", 1),
+            f"SELECT * FROM ({gold}) LIMIT 0",
+        )
+        for _ in range(group):
+            episodes.append([wrap(rng.choices(choices, weights=(2, 1, 3, 2, 2))[0]) for _ in range(turns)])
+    return episodes
+
+
+@dataclass(frozen=True, slots=True)
+class StepFigures:
+    wall_s: float
+    parent_cpu_s: float
+    worker_cpu_s: float
+    queries: int
+    turns: int
+    trajectories: int
+    matched: int
+
+
+def one_step(
+    examples: Sequence[Example], responses: list[list[str]], group: int, turns: int, workers: int, *, alone: bool
+) -> StepFigures:
+    config = EnvConfig(max_turns=turns, timeout_s=5.0)
+    with CountingPool(workers) as pool:
+        pool.run_many([ExecJob(examples[0].db_path, "SELECT 1")] * workers)  # workers started before the clock
+        pool.jobs = 0
+        pids = [pid for pid in pool.worker_pids() if pid is not None]
+        worker_before = sum(cpu_seconds(pid) for pid in pids)
+        wall, cpu = time.perf_counter(), time.process_time()
+        store = make_store(config, pool=pool, cache=GoldCache())
+        envs = [SQLRefineEnv(config, store=store) for _ in responses]
+        episodes = [(env, examples[position // group]) for position, env in enumerate(envs)]
+        if not alone:
+            prepare_golds(episodes)  # the step's new golds in one batch
+        for env, example in episodes:
+            env.reset(example)
+        active = list(range(len(envs)))
+        ended: dict[int, StepResult] = {}
+        played = 0
+        for turn in range(turns):
+            if alone:
+                steps = [envs[i].step(responses[i][turn]) for i in active]
+            else:
+                steps = step_many([(envs[i], responses[i][turn]) for i in active])
+            played += len(steps)
+            for i, step in zip(active, steps, strict=True):
+                if step.terminated or step.truncated:
+                    ended[i] = step
+            active = [i for i in active if i not in ended]
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        worker_cpu = sum(cpu_seconds(pid) for pid in pids) - worker_before
+        queries = pool.jobs
+    matched = sum(step.info.match for step in ended.values())
+    return StepFigures(wall, cpu, worker_cpu, queries, played, len(envs), matched)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prompts", type=int, default=64)
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--alone", action="store_true", help="also step each episode alone (one round trip per turn)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    info = machine()
+    with tempfile.TemporaryDirectory() as folder:
+        dataset = generate_dataset(folder, SyntheticConfig(databases=args.prompts, questions_per_database=1))
+        examples = load_spider(dataset.questions, dataset.databases)
+        predictions = dataset.predictions.read_text(encoding="utf-8").splitlines()
+        responses = scripts(examples, predictions, args.group, args.turns)
+        modes = [("batched (step_many)", False)] + ([("alone (one step per call)", True)] if args.alone else [])
+        rows: list[tuple[str, int, list[StepFigures]]] = []
+        for label, alone in modes:
+            for workers in args.workers:
+                figures = [
+                    one_step(examples, responses, args.group, args.turns, workers, alone=alone)
+                    for _ in range(args.repeat)
+                ]
+                rows.append((label, workers, figures))
+                print(label, workers, figures)
+    table = [
+        "| stepping | workers | trajectories | turns | queries | matched | wall s | trajectories/s | parent CPU s "
+        "| worker CPU s | worker CPU ms/query | parent CPU ms/turn |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    medians: dict[tuple[str, int], dict[str, float]] = {}
+    for label, workers, figures in rows:
+        first = figures[0]
+        m = {
+            "wall": statistics.median(f.wall_s for f in figures),
+            "parent": statistics.median(f.parent_cpu_s for f in figures),
+            "worker": statistics.median(f.worker_cpu_s for f in figures),
+        }
+        medians[(label, workers)] = m
+        table.append(
+            f"| {label} | {workers} | {first.trajectories} | {first.turns} | {first.queries} | {first.matched} "
+            f"| {m['wall']:.2f} | {first.trajectories / m['wall']:.0f} | {m['parent']:.2f} | {m['worker']:.2f} "
+            f"| {1000 * m['worker'] / max(first.queries, 1):.3f} | {1000 * m['parent'] / max(first.turns, 1):.3f} |"
+        )
+    print("\n".join(table))
+    if args.no_doc:
+        return 0
+    base = rows[0][2][0]
+    one = medians[(rows[0][0], args.workers[0])]
+    per_query_ms = 1000 * one["worker"] / max(base.queries, 1)
+    per_turn_ms = 1000 * one["parent"] / max(base.turns, 1)
+    lines = [
+        SECTION,
+        "",
+        f"One synthetic GRPO step's environment work: {args.prompts} prompts x G = {args.group} samples = "
+        f"{args.prompts * args.group} trajectories of up to T = {args.turns} scripted turns (bench/rl_step.py's "
+        "docstring: the policy and the synthetic databases), each repeat a fresh step (new gold store and cache: "
+        f"the golds run inside the step). Medians of {args.repeat}. CPU seconds are the parent's "
+        "(`time.process_time`) and the execution workers' (`/proc/<pid>/stat`).",
+        "",
+        *provenance(command_line("bench/rl_step.py", argv), info),
+        "",
+        *table,
+        "",
+        f"Per query {per_query_ms:.3f} ms of worker CPU and per turn {per_turn_ms:.3f} ms of the stepping "
+        "process's CPU (1 worker, batched).",
+    ]
+    write_section(args.doc, SECTION, "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
