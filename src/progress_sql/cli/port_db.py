@@ -75,6 +75,12 @@ def port_db_command(
             f"ported {len(ported)} databases ({results['tables']} tables, {results['rows']} rows); verified: "
             f"{results['verified']} of {len(ported)}"
         )
+    if results["reader_may_execute"]:
+        common.warn(
+            f"the reader may still run {len(results['reader_may_execute'])} functions that reach other sessions "
+            "or the server (pg_terminate_backend, large objects, ...): port-db's role is not a superuser; "
+            "have one run the SQL of docs/semantics.md#hardening-the-server in this database"
+        )
     if failed:
         common.fail(f"the copy of {', '.join(failed)} does not match its source (row count or checksum)", code=1)
 

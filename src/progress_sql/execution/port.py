@@ -315,8 +315,35 @@ def _port_postgres(source: Path, target: str, db_id: str, reader: str) -> Databa
     return DatabasePort(db_id, str(source), "postgresql", f"{conninfo}#{db_id}", columns, tuple(ported), digest)
 
 
+#: Functions PostgreSQL lets every role (PUBLIC) execute that reach beyond one read-only query: other
+#: sessions (terminate, cancel, their query text), the WAL (a non-transactional message is written
+#: even when the query rolls back), large objects (created even in a READ ONLY transaction), advisory
+#: locks (a session lock outlives the rollback; any of them makes other workers wait) and NOTIFY.
+SERVER_REACHING_FUNCTIONS = (
+    "^(pg_terminate_backend|pg_cancel_backend|pg_stat_get_activity|pg_stat_get_backend_activity"
+    "|pg_logical_emit_message|pg_notify|pg_(try_)?advisory_.*|lo_.*|loread|lowrite)$"
+)
+#: What ``port-db`` runs in the benchmark database as a superuser (docs/semantics.md#hardening-the-server
+#: prints it for a server of your own): EXECUTE on those functions and every use of the ``public``
+#: schema and of temporary tables revoked from PUBLIC. Idempotent; it changes this database only.
+HARDEN_DATABASE_SQL = f"""DO $$
+DECLARE f regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+           WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname ~ '{SERVER_REACHING_FUNCTIONS}'
+  LOOP
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+  END LOOP;
+  EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+  REVOKE CREATE, USAGE ON SCHEMA public FROM PUBLIC;
+END $$"""
+#: Disk a reader's session may fill with temporary files (sorts and hashes that spill).
+READER_TEMP_FILE_LIMIT = "1GB"
+
+
 def _grant_reader(conn: Any, db_id: str, reader: str) -> None:
-    """The reader role: SELECT on the schema's tables only, read-only transactions by default."""
+    """The reader role: SELECT on the schema's tables only, read-only transactions by default, a temp
+    file limit it may not change, and (as a superuser) the database hardened (:data:`HARDEN_DATABASE_SQL`)."""
     import psycopg
     from psycopg import sql
 
@@ -325,15 +352,35 @@ def _grant_reader(conn: Any, db_id: str, reader: str) -> None:
     if exists is None:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE").format(role))
     conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(role))
+    conn.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(role, sql.Literal(READER_TEMP_FILE_LIMIT)))
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(db_id), role))
     conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sql.Identifier(db_id), role))
-    conn.execute("SAVEPOINT grant_set")
-    try:  # PostgreSQL >= 15: the reader may lower its own temp_file_limit per session
-        conn.execute(sql.SQL("GRANT SET ON PARAMETER temp_file_limit TO {}").format(role))
-        conn.execute("RELEASE SAVEPOINT grant_set")
+    conn.execute("SAVEPOINT revoke_set")
+    try:  # PostgreSQL >= 15; earlier versions have no such privilege. A reader that may SET the limit
+        # may also lift it (set_config inside its query): older ports granted it
+        conn.execute(sql.SQL("REVOKE SET ON PARAMETER temp_file_limit FROM {}").format(role))
+        conn.execute("RELEASE SAVEPOINT revoke_set")
     except psycopg.Error:
-        conn.execute("ROLLBACK TO SAVEPOINT grant_set")
-        conn.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = '1GB'").format(role))
+        conn.execute("ROLLBACK TO SAVEPOINT revoke_set")
+    if is_superuser(conn):
+        conn.execute(HARDEN_DATABASE_SQL)
+
+
+def is_superuser(conn: Any) -> bool:
+    """Whether the connection's role is a superuser (only one may revoke EXECUTE on built-in functions)."""
+    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    return bool(row and row[0])
+
+
+def unhardened_functions(conn: Any, reader: str = DEFAULT_READER) -> list[str]:
+    """The functions of :data:`SERVER_REACHING_FUNCTIONS` that ``reader`` may still execute in the
+    connection's database (empty once :data:`HARDEN_DATABASE_SQL` ran there)."""
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace"
+        " AND p.proname ~ %s AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1",
+        (SERVER_REACHING_FUNCTIONS, reader),
+    ).fetchall()
+    return [row[0] for row in rows]
 
 
 def _port_duckdb(source: Path, target: str, db_id: str, reader: str) -> DatabasePort:
@@ -400,6 +447,17 @@ def _verified(table: _SourceTable, back: Sequence[Sequence[SQLValue]]) -> TableP
     )
 
 
+def _reader_may_execute(to: str, reader: str) -> list[str]:
+    """On PostgreSQL, the server-reaching functions the reader may still run (``port-db`` connected as
+    a role that could not revoke them: docs/semantics.md#hardening-the-server); else empty."""
+    if engine_of(to).name != "postgresql":
+        return []
+    import psycopg
+
+    with psycopg.connect(split_location(to)[0], autocommit=True) as conn:
+        return unhardened_functions(conn, reader)
+
+
 _PORTERS: dict[str, Callable[[Path, str, str, str], DatabasePort]] = {
     "postgresql": _port_postgres,
     "duckdb": _port_duckdb,
@@ -461,6 +519,7 @@ def port_databases(
         "converted_columns": sum(1 for p in ported for c in p.columns if c.note),
         "locations": {p.db_id: public_location(p.location) for p in ported},
         "query_as": None if not to.startswith(("postgresql://", "postgres://")) else reader_location(to, reader),
+        "reader_may_execute": _reader_may_execute(to, reader),
         "elapsed_s": round(time.perf_counter() - started, 2),
     }
     summary = RunSummary("port-db", settings, results)

@@ -74,7 +74,9 @@ class _Once(Generic[_K, _V]):
         with self._lock:
             return key in self._values
 
-    def get(self, key: _K, build: Callable[[], _V]) -> _V:
+    def get(self, key: _K, build: Callable[[], _V], keep: Callable[[_V], bool] = lambda _value: True) -> _V:
+        """The value of ``key``, built now if absent; a built value that ``keep`` rejects is returned
+        but not kept (the next caller builds again)."""
         with self._lock:
             if key in self._values:
                 return self._values[key]
@@ -85,7 +87,8 @@ class _Once(Generic[_K, _V]):
                     return self._values[key]
             value = build()  # a failure leaves the key unbuilt: the next caller tries again
             with self._lock:
-                self._values[key] = value
+                if keep(value):
+                    self._values[key] = value
                 self._building.pop(key, None)
         return value
 
@@ -101,6 +104,19 @@ def engine_sql(sql: str, dialect: str, schema: Schema | None = None, types: Type
 
     moved = transpile_sql(sql, dialect, schema, types)
     return sql if isinstance(moved, ParseFailure) else moved
+
+
+def run_with_rerun(
+    pool: ExecutionPool, jobs: Sequence[ExecJob], on_result: Callable[[int, ExecResult], None] | None = None
+) -> list[ExecResult]:
+    """``pool.run_many(jobs)``, with each job that failed from outside (``failed_outside``: a connection
+    terminated by another session, a server restarting, a dead worker) run once more, as the pool reruns
+    a query whose worker died; a second outside failure stays one (never cached, never kept)."""
+    results = pool.run_many(jobs, on_result=on_result) if jobs else []
+    again = [i for i, result in enumerate(results) if result.failed_outside]
+    for i, result in zip(again, pool.run_many([jobs[i] for i in again]) if again else [], strict=True):
+        results[i] = result
+    return results
 
 
 def gold_results(
@@ -146,7 +162,7 @@ def gold_results(
             else:
                 found[key] = hit
     keys = list(missing)
-    ran = pool.run_many([missing[k] for k in keys], on_result=(lambda _i, _r: progress(1)) if progress else None)
+    ran = run_with_rerun(pool, [missing[k] for k in keys], (lambda _i, _r: progress(1)) if progress else None)
     for key, result in zip(keys, ran, strict=True):
         cache.put(key, result)
         found[key] = result
@@ -253,7 +269,7 @@ class GoldStore(Closing):
     def prepare(self, example: Example) -> PreparedGold:
         """The example's prepared gold; never raises for a bad gold (``error`` says why it is one).
         A missing or unreadable database raises :class:`~progress_sql.errors.DatasetError`."""
-        return self._golds.get(_gold_key(example), partial(self._build, example, None))
+        return self._golds.get(_gold_key(example), partial(self._build, example, None), keep=_decided)
 
     def prepare_many(self, examples: Sequence[Example], progress: Progress | None = None) -> list[PreparedGold]:
         """:meth:`prepare` for many examples, with the golds not prepared yet run in one batch through
@@ -266,9 +282,11 @@ class GoldStore(Closing):
             self.schema(example.db_path)  # a missing database fails here, before anything runs
         references = self._references_beside(todo)
         results = self.gold_results(todo, progress)
+        built: dict[tuple[str, str], PreparedGold] = {}
         for example, result, reference in zip(todo, results, references(), strict=True):
-            self._golds.get(_gold_key(example), partial(self._build, example, result, reference))
-        return [self.prepare(example) for example in examples]
+            key = _gold_key(example)
+            built[key] = self._golds.get(key, partial(self._build, example, result, reference), keep=_decided)
+        return [built.get(_gold_key(example)) or self.prepare(example) for example in examples]
 
     def _references_beside(
         self, examples: Sequence[Example]
@@ -323,7 +341,7 @@ class GoldStore(Closing):
         # a scripted gold (a write task's reference script) runs on a copy, as its answers do
         jobs = [self.answer_job(e, e.gold_sql) for e in examples if kind_rules(e).scripted]
         tick = (lambda _i, _r: progress(1)) if progress and jobs else None
-        written = iter(self.pool.run_many(jobs, on_result=tick) if jobs else [])
+        written = iter(run_with_rerun(self.pool, jobs, tick))
         return [(next(written),) if kind_rules(e).scripted else next(read) for e in examples]
 
     def _build(
@@ -421,7 +439,7 @@ class GoldStore(Closing):
 
     def run_pred(self, example: Example, sql: str) -> ExecResult:
         """Run one answer in the isolated pool (:meth:`answer_job`)."""
-        return self.pool.run(self.answer_job(example, sql))
+        return run_with_rerun(self.pool, [self.answer_job(example, sql)])[0]
 
     def run_answers(self, answers: Sequence[tuple[Example, str]], progress: Progress | None = None) -> list[ExecResult]:
         """Run many answers in one batch through the pool, each distinct job once (``progress``
@@ -429,7 +447,7 @@ class GoldStore(Closing):
         jobs = [self.answer_job(example, sql) for example, sql in answers]
         unique = list(dict.fromkeys(jobs))
         tick = (lambda _i, _r: progress(1)) if progress else None
-        ran = dict(zip(unique, self.pool.run_many(unique, on_result=tick) if unique else [], strict=True))
+        ran = dict(zip(unique, run_with_rerun(self.pool, unique, tick), strict=True))
         return [ran[job] for job in jobs]
 
     def judgement(self, example: Example, gold: Sequence[ExecResult], result: ExecResult) -> Judgement:
@@ -496,6 +514,12 @@ class GoldStore(Closing):
         """Stop the execution pool if this store started it."""
         if self._own_pool:
             self.pool.close()
+
+
+def _decided(prepared: PreparedGold) -> bool:
+    """Whether a prepared gold may be kept for the process: not when a failure from outside (run twice)
+    made it unusable; the next request runs it again."""
+    return not any(result.failed_outside for result in prepared.results)
 
 
 def _gold_key(example: Example) -> tuple[str, str]:

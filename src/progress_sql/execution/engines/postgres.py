@@ -1,15 +1,18 @@
 """PostgreSQL through psycopg 3 against a real server. A location is a ``postgresql://`` connection
 string whose fragment names the schema (``postgresql://reader@/bench?host=/run/pg#superhero``). The
-guards, each in PostgreSQL's own terms (docs/semantics.md#postgresql): the statement gate; a role that
-may only SELECT (``progress-sql port-db`` creates it, with ``default_transaction_read_only``); every
-query in its own ``READ ONLY`` transaction, rolled back afterwards, so no session setting outlives it;
-``statement_timeout`` plus a cancel from a timer at the deadline (a server-side timeout covers one
-statement, the timer the whole fetch); ``work_mem`` and ``temp_file_limit``; a server-side cursor
-fetched in batches under the row and byte caps; the pool's worker processes around the driver."""
+guards, each in PostgreSQL's own terms (docs/semantics.md#postgresql): the statement gate (its nesting
+limit bounds the planner's memory); a role that may only SELECT, with no EXECUTE on the functions that
+reach other sessions or the server (``progress-sql port-db`` sets it up: execution/port.py); every query
+in its own ``READ ONLY`` transaction whose settings are ``SET LOCAL`` (``search_path``, ``work_mem``,
+``temp_file_limit`` where the role may set it, ``statement_timeout``), rolled back afterwards and the
+session reset (``DISCARD ALL``: no setting, advisory lock, prepared statement or cursor outlives the
+query); a cancel from a timer at the deadline (a server-side timeout covers one statement, the timer
+the whole fetch); a server-side cursor fetched in batches under the row and byte caps; a fresh backend
+after a query that ran out of time or resources (a backend keeps the memory its planner took); the
+pool's worker processes around the driver."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 import time
@@ -28,6 +31,8 @@ CONNECT_TIMEOUT_S = 10
 _SCHEMES = ("postgresql://", "postgres://")
 # admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now
 _OPERATOR_INTERVENTION = frozenset({"57P01", "57P02", "57P03"})
+# insufficient_resources (out of memory, disk full), program_limit_exceeded (statement too complex)
+_RESOURCE_CLASSES = frozenset({"53", "54"})
 _identities: dict[str, str] = {}
 _identities_lock = threading.Lock()
 
@@ -123,6 +128,18 @@ class PostgresEngine:
         return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+@dataclass(frozen=True, slots=True)
+class _Session:
+    """An open connection (autocommit: each query's transaction is explicit) and the ``SET LOCAL``
+    statements that open each of its queries."""
+
+    conn: Any
+    settings: str
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class PostgresRunner:
     """Keeps one connection per location (a few); each query runs in its own read-only transaction."""
 
@@ -130,44 +147,48 @@ class PostgresRunner:
         import psycopg
 
         self._psycopg = psycopg
-        self._connections: OpenConnections[Any] = OpenConnections(max_connections)
+        self._connections: OpenConnections[_Session] = OpenConnections(max_connections)
 
     def close(self) -> None:
         self._connections.close()
 
-    def _connection(self, location: str, limits: ExecLimits) -> Any:
+    def _session(self, location: str, limits: ExecLimits) -> _Session:
         key = (location, limits.memory_bytes)
-        conn = self._connections.get(key)
-        if conn is not None and not conn.closed and not conn.broken:
-            return conn
+        session = self._connections.get(key)
+        if session is not None and not session.conn.closed and not session.conn.broken:
+            return session
         self._connections.forget(key)
         conninfo, schema = split_location(location)
         conn = _connect(conninfo, autocommit=True)
         try:
-            self._configure(conn, schema, limits)
+            settings = self._settings(conn, schema, limits)
         except BaseException:
             conn.close()
             raise
-        conn.read_only = True  # psycopg opens every transaction with BEGIN READ ONLY from now on
-        conn.autocommit = False
-        return self._connections.add(key, conn)
+        return self._connections.add(key, _Session(conn, settings))
 
-    def _configure(self, conn: Any, schema: str | None, limits: ExecLimits) -> None:
+    def _settings(self, conn: Any, schema: str | None, limits: ExecLimits) -> str:
+        """The ``SET LOCAL`` statements of every query on ``conn`` (checked once here: the schema
+        exists, and whether the role may lower ``temp_file_limit``)."""
         psycopg = self._psycopg
         from psycopg import sql
 
+        settings = [
+            sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(f"{max(64, limits.memory_bytes // 16 // 1024)}kB"))
+        ]
         if schema is not None:
             found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
             if found is None:
                 raise psycopg.OperationalError(f"schema {schema!r} not found")
-            conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
-        conn.execute("SET default_transaction_read_only = on")
-        conn.execute(
-            sql.SQL("SET work_mem = {}").format(sql.Literal(f"{max(64, limits.memory_bytes // 16 // 1024)}kB"))
-        )
-        # needs the SET privilege on it (port-db grants it); the role's default applies otherwise
-        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-            conn.execute(sql.SQL("SET temp_file_limit = {}").format(sql.Literal(f"{limits.memory_bytes // 1024}kB")))
+            settings.append(sql.SQL("SET LOCAL search_path = {}").format(sql.Identifier(schema)))
+        temp_limit = sql.SQL("SET LOCAL temp_file_limit = {}").format(sql.Literal(f"{limits.memory_bytes // 1024}kB"))
+        try:  # a superuser-only setting: a role without the SET privilege keeps its default (port-db sets one)
+            with conn.transaction():
+                conn.execute(temp_limit)
+            settings.append(temp_limit)
+        except psycopg.errors.InsufficientPrivilege:
+            pass
+        return "; ".join(statement.as_string(conn) for statement in settings)
 
     def run(self, location: str, sql: str, limits: ExecLimits) -> ExecResult:
         start = time.perf_counter()
@@ -178,14 +199,18 @@ class PostgresRunner:
             return ExecResult("error", error="the SQL contains a NUL character", elapsed_s=time.perf_counter() - start)
         psycopg = self._psycopg
         try:
-            conn = self._connection(location, limits)
+            session = self._session(location, limits)
         except psycopg.Error as error:
             return ExecResult("error", error=f"cannot open database: {error_message(error)}", failed_outside=True)
+        conn = session.conn
         deadline = Deadline(limits.timeout_s, conn.cancel_safe)
         rows: list[Row] = []
+        result: ExecResult | None = None
+        exhausted = False  # out of time or of the server's resources: the backend is replaced
         try:
             deadline.start()
-            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(limits.timeout_s * 1000))}")
+            timeout_ms = max(1, int(limits.timeout_s * 1000))
+            conn.execute(f"BEGIN READ ONLY; {session.settings}; SET LOCAL statement_timeout = {timeout_ms}")
             with conn.cursor(name="progress_sql_query") as cursor:
                 cursor.execute(sql)  # untrusted text by design
                 columns = tuple(d.name for d in cursor.description or ())
@@ -194,29 +219,44 @@ class PostgresRunner:
             rows.clear()
             elapsed = time.perf_counter() - start
             if deadline.fired.is_set() or "statement timeout" in str(error):
-                return ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
-            # not our deadline: another session cancelled it (pg_cancel_backend)
-            return ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=True)
+                result = ExecResult("timeout", error=f"exceeded {limits.timeout_s:g} s", elapsed_s=elapsed)
+            else:  # not our deadline: another session cancelled it (pg_cancel_backend)
+                result = ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=True)
         except (psycopg.Error, ValueError, OverflowError, UnicodeError) as error:
             rows.clear()
             elapsed = time.perf_counter() - start
             if isinstance(error, psycopg.errors.OutOfMemory):
-                return ExecResult("error", error="out of memory", elapsed_s=elapsed)
-            outside = isinstance(error, psycopg.Error) and lost_connection(error, conn)
-            return ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=outside)
+                result = ExecResult("error", error="out of memory", elapsed_s=elapsed)
+            else:
+                outside = isinstance(error, psycopg.Error) and lost_connection(error, conn)
+                result = ExecResult("error", error=error_message(error), elapsed_s=elapsed, failed_outside=outside)
+            exhausted = (getattr(error, "sqlstate", None) or "")[:2] in _RESOURCE_CLASSES
         except MemoryError:
             rows.clear()
-            return ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
+            result = ExecResult("error", error="out of memory", elapsed_s=time.perf_counter() - start)
         finally:
             deadline.cancel()
-            self._end_transaction(location, limits, conn)
-        return ExecResult(
-            "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
-        )
+            self._end_transaction(location, limits, session)
+        if result is None:
+            return ExecResult(
+                "ok", columns=columns, rows=tuple(rows), elapsed_s=time.perf_counter() - start, truncated=truncated
+            )
+        if exhausted or result.status == "timeout":
+            self._recycle(location, limits, session)
+        return result
 
-    def _end_transaction(self, location: str, limits: ExecLimits, conn: Any) -> None:
+    def _end_transaction(self, location: str, limits: ExecLimits, session: _Session) -> None:
+        """Roll the query's transaction back and reset the session, so that nothing the query did (a
+        ``set_config``, an advisory lock, a large object, a cursor) outlives it; a connection that cannot
+        be reset is closed."""
         try:
-            conn.rollback()  # nothing the query did (a set_config, a lock) outlives it
+            session.conn.execute("ROLLBACK")
+            session.conn.execute("DISCARD ALL")
         except self._psycopg.Error:
-            self._connections.forget((location, limits.memory_bytes))
-            conn.close()
+            self._recycle(location, limits, session)
+
+    def _recycle(self, location: str, limits: ExecLimits, session: _Session) -> None:
+        """Close the session: the next query gets a fresh backend (PostgreSQL keeps the memory a backend
+        took for as long as the connection lives)."""
+        self._connections.forget((location, limits.memory_bytes))
+        session.close()
