@@ -223,6 +223,28 @@ def test_a_run_that_scored_nothing_exits_2_without_a_summary(music_dir: Path, tm
     assert not (out / "samples.jsonl").exists()
 
 
+@pytest.mark.parametrize("turns", [None, "2"])
+def test_a_rollout_or_interactive_eval_that_scored_nothing_exits_2(
+    turns: str | None, music_dir: Path, tmp_path: Path
+) -> None:
+    """``rollout`` and ``eval --turns`` refuse alike: every gold fails, no episode to measure."""
+    rows = [{**row, "query": "SELECT * FROM no_such_table"} for row in _questions(music_dir)]
+    data = _data_dir(tmp_path / "data", rows)
+    shutil.copytree(music_dir / "database" / "music", data / "database" / "music")
+    out = tmp_path / "run"
+    (tmp_path / "replay.jsonl").write_text("")
+    argv = OTHER_COMMANDS["rollout"](data, out)
+    if turns is not None:
+        argv = ["eval", "--turns", turns, *argv[1:]]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    *progress, line = result.stderr.strip().split("\n")  # the turns' progress lines, then the error
+    assert all("turns" in text for text in progress)
+    assert line == f"error: nothing could be scored: {len(rows)} examples, {len(rows)} with a gold query that " \
+                   "failed; no summary written"  # fmt: skip
+    assert not RunFolder(out).summary_path.exists()
+
+
 def test_a_limit_that_keeps_only_bad_examples_exits_2(music_dir: Path, tmp_path: Path) -> None:
     """The data set has usable databases, but the first two examples' are bad: refused after judging."""
     rows = _questions(music_dir)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,24 @@ def problem_kind(reason: str) -> str:
     'database file empty'
     """
     return next((kind for kind in PROBLEM_KINDS if reason.startswith(kind)), reason)
+
+
+def nothing_scored(examples: int, skipped: Mapping[str, int], gold_invalid: int) -> str:
+    """The error of a run that scored no example: how many there were and why each was left out
+    (``skipped``: examples per :func:`problem_kind`; ``gold_invalid``: those whose gold failed).
+
+    >>> nothing_scored(3, {"database file empty": 3}, 0)
+    'nothing could be scored: 3 examples, 3 skipped (database file empty 3); no summary written'
+    """
+    if not examples:
+        return "nothing could be scored: no example to evaluate (check --limit and the questions file)"
+    parts = []
+    if skipped:
+        reasons = ", ".join(f"{kind} {count}" for kind, count in skipped.items())
+        parts.append(f"{sum(skipped.values())} skipped ({reasons})")
+    if gold_invalid:
+        parts.append(f"{gold_invalid} with a gold query that failed")
+    return f"nothing could be scored: {examples} examples, {', '.join(parts)}; no summary written"
 
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:

@@ -6,16 +6,17 @@ backend in one batch (an HTTP backend serves them concurrently), then each envir
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from progress_sql.backends.base import Backend, GenerationConfig
-from progress_sql.data.loaders import database_problem
-from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store, step_many
+from progress_sql.data.loaders import database_problem, nothing_scored, problem_kind
+from progress_sql.env.core import EnvConfig, SQLRefineEnv, make_store, prepare_golds, step_many
 from progress_sql.env.records import TurnRecord
-from progress_sql.errors import GoldQueryError
+from progress_sql.errors import DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.gold import GoldStore
@@ -77,12 +78,16 @@ def run_rollouts(
     records: list[EpisodeRecord | None] = [None] * len(examples)
     turns: list[list[TurnRecord]] = [[] for _ in examples]
     active: list[tuple[int, SQLRefineEnv, list[Message]]] = []
+    episodes: list[tuple[int, SQLRefineEnv]] = []
     for position, example in enumerate(examples):
         if (problem := database_problem(example)) is not None:  # docs/data.md#data-checks
             records[position] = _unscored(example, "skipped", problem)
             _advance(progress, config.max_turns)
             continue
-        env = SQLRefineEnv(config, store=store)
+        episodes.append((position, SQLRefineEnv(config, store=store)))
+    prepare_golds([(env, examples[position]) for position, env in episodes])  # the golds in one batch
+    for position, env in episodes:
+        example = examples[position]
         try:
             active.append((position, env, env.reset(example)))
         except GoldQueryError as error:
@@ -238,6 +243,11 @@ def run_rollout(
         if request.contexts:  # questions, gold SQL and schema excerpts; result rows are in the records
             last = {r.index: r.turns[-1].sql if r.turns else None for r in records}
             contexts = example_contexts(examples, last, records, store.schema)
+    if not any(record.status == "ok" for record in records):  # no figure: a summary would read as a measurement
+        skipped = Counter(problem_kind(r.reason) for r in records if r.status == "skipped")
+        raise DatasetError(
+            nothing_scored(len(records), dict(skipped), sum(r.status == "gold_invalid" for r in records))
+        )
     measured = (metrics or summarize_rollouts)(records, config.max_turns)
     summary = RunSummary(command, rollout_settings(request), {"metrics": measured})
     with writing_results(request.out):

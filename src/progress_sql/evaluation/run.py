@@ -12,7 +12,7 @@ from typing import Any, cast
 from progress_sql.backends.base import GenerationConfig
 from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
-from progress_sql.data.loaders import database_problem
+from progress_sql.data.loaders import database_problem, nothing_scored
 from progress_sql.data.tasks import Task
 from progress_sql.errors import ConfigError, DatasetError, GenerationError
 from progress_sql.evaluation.analysis import odt_config_version
@@ -249,25 +249,6 @@ def summarize_run(
         elapsed_s=round(elapsed_s, 3),
         notes=(*notes(metrics), *([] if vote_warning is None else [vote_warning])),
     )
-
-
-def nothing_scored(metrics: Mapping[str, Any]) -> str:
-    """The error of a run that scored no example: how many there were and why each was left out.
-
-    >>> nothing_scored({"examples": 3, "skipped": 3, "gold_invalid": 0,
-    ...                 "skipped_examples": {"by_reason": {"database file empty": {"music": 3}}}})
-    'nothing could be scored: 3 examples, 3 skipped (database file empty 3); no summary written'
-    """
-    if not metrics["examples"]:
-        return "nothing could be scored: no example to evaluate (check --limit and the questions file)"
-    parts = []
-    if metrics["skipped"]:
-        by_reason = metrics["skipped_examples"]["by_reason"]
-        reasons = ", ".join(f"{reason} {sum(dbs.values())}" for reason, dbs in by_reason.items())
-        parts.append(f"{metrics['skipped']} skipped ({reasons})")
-    if metrics["gold_invalid"]:
-        parts.append(f"{metrics['gold_invalid']} with a gold query that failed")
-    return f"nothing could be scored: {metrics['examples']} examples, {', '.join(parts)}; no summary written"
 
 
 def write_eval_run(out: Path, records: Sequence[EvalRecord], summary: EvalSummary, *, plots: bool = True) -> RunFolder:
@@ -546,7 +527,9 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
         draws=None if generator is None else generator.draws,
     )  # fmt: skip
     if not summary.metrics["scored"]:  # no figure to report: a summary would read as a run that measured
-        raise DatasetError(nothing_scored(summary.metrics))
+        metrics = summary.metrics
+        skipped = {kind: sum(dbs.values()) for kind, dbs in metrics["skipped_examples"]["by_reason"].items()}
+        raise DatasetError(nothing_scored(metrics["examples"], skipped, metrics["gold_invalid"]))
     with writing_results(request.out):
         RunFolder(request.out).summary_path.unlink(missing_ok=True)
         if request.contexts:  # before the summary, which comes last (a present summary: a complete run)
