@@ -122,7 +122,16 @@ class PostgresServer:
             return int(self.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn,)).fetchone()[0])
 
     def temp_files(self) -> list[str]:
+        """Temporary files left once the reader's sessions have ended (a backend whose worker was killed
+        finds out at its next check and removes its files as it exits; at most 30 s here)."""
         with self._lock:
+            for _ in range(300):
+                alive = self.conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'progress-sql'"
+                )
+                if alive.fetchone()[0] == 0:
+                    break
+                time.sleep(0.1)
             return [row[0] for row in self.conn.execute("SELECT name FROM pg_ls_tmpdir()")]
 
     def backends_peak(self) -> int:
