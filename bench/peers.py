@@ -5,6 +5,8 @@ Systems, each in a fresh process of its own (peak memory and CPU time are its pr
 * ``progress-sql``: hosted episodes (``integrations/hosted.py``: the execution pool with its deadline,
   read-only connections and row caps, gold store, ODT feedback, progressive reward), every turn of a
   trajectory played until its answer matches, stepped on 32 threads as SkyRL steps environments;
+* ``progress-sql-final``: the same with only each trajectory's final answer (T = 1), the work the
+  single-turn peers below do;
 * ``skyrl-gym``: skyrl-gym 0.4.0's own ``text2sql`` environment (``skyrl_gym.envs.sql.env.SQLEnv``), the
   same turns as ``<sql>`` probes and the last one as the ``<solution>``, on 32 threads;
 * ``sql-r1``: SQL-R1's verl reward (``synsql.compute_score``, vendored in bench/peers/sql_r1), called in
@@ -30,6 +32,7 @@ trajectory submitted at once, as a GRPO step does) to its verdict.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import json
@@ -145,7 +148,9 @@ def db_file(workload: dict[str, Any], db_id: str) -> str:
     return str(Path(workload["db_root"]) / db_id / f"{db_id}.sqlite")
 
 
-def run_progress_sql(workload: dict[str, Any], emit: Emit) -> None:
+def run_progress_sql(workload: dict[str, Any], emit: Emit, *, final_only: bool = False) -> None:
+    """Hosted episodes; with ``final_only`` each plays only its trajectory's final answer (T = 1), the
+    work the single-turn peers do."""
     from progress_sql.integrations.hosted import HostedEpisode, close_pools, host_settings
     from progress_sql.types import Example
 
@@ -153,10 +158,11 @@ def run_progress_sql(workload: dict[str, Any], emit: Emit) -> None:
 
     def play(t: dict[str, Any]) -> None:
         example = Example(t["id"], t["question"], t["db_id"], db_file(workload, t["db_id"]), t["gold"])
-        episode = HostedEpisode(settings[len(t["turns"])], example)
+        turns = t["turns"][-1:] if final_only else t["turns"]
+        episode = HostedEpisode(settings[len(turns)], example)
         episode.start()
         reward = 0.0
-        for sql in t["turns"]:
+        for sql in turns:
             step = episode.step(f"<think>scripted</think><sql>{sql}</sql>")
             reward = step.reward
             if step.done:
@@ -279,6 +285,11 @@ SYSTEMS = {
     s.name: s
     for s in (
         System("progress-sql", "every turn until a match (T <= 4), ODT feedback, progressive reward", run_progress_sql),
+        System(
+            "progress-sql-final",
+            "final answer only (T = 1: the single-turn peers' work, with the ODT diagnosis and reward)",
+            functools.partial(run_progress_sql, final_only=True),
+        ),
         System(
             "skyrl-gym",
             "turns 1..n-1 as <sql> probes (run, not scored), turn n as <solution>",
