@@ -3,11 +3,14 @@ results), ``samples.jsonl`` and ``report.md`` (docs/cli.md#run-folders). It impo
 ``errors`` and ``jsonio`` from the package, so any layer may write a run folder.
 
 Every file is written atomically (a temporary file renamed into place) and ``summary.json`` last, after
-removing the one a previous run left: a present summary means a complete run."""
+removing the one a previous run left: a present summary means a complete run. A command that a signal
+ended leaves ``interrupted.json`` (:class:`Interruption`), which the readers report instead of the run,
+until a later run into the folder completes."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +24,8 @@ from progress_sql.types import plain
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "samples.jsonl"
 REPORT_FILE = "report.md"
+#: What a command that a signal ended leaves in its run folder (:class:`Interruption`).
+INTERRUPTED_FILE = "interrupted.json"
 #: A training run's episode log (``rl/``, one line per scored episode).
 ROLLOUTS_FILE = "rollouts.jsonl"
 #: The three files of every run folder (written records, report, then the summary).
@@ -80,6 +85,35 @@ class RunSummary:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """``interrupted.json``: a run of ``command`` into the folder was ended by ``signal`` (its name,
+    ``SIGINT``) at ``at`` (UTC, ISO 8601) before it finished; the folder's other files are an earlier
+    run's or incomplete.
+
+    >>> Interruption.from_dict(Interruption("eval", "SIGTERM", "2026-01-01T00:00:00Z").to_dict()).signal
+    'SIGTERM'
+    """
+
+    command: str
+    signal: str
+    at: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"command": self.command, "signal": self.signal, "at": self.at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Interruption:
+        return cls(str(data.get("command", "?")), str(data.get("signal", "?")), str(data.get("at", "?")))
+
+    def describe(self, path: Path) -> str:
+        """What a reader says instead of reading the folder at ``path``."""
+        return (
+            f"{path}: the {self.command} run into this folder was interrupted ({self.signal} at {self.at}) before "
+            f"it finished, so it holds no complete run; run the command again with the same --out"
+        )
+
+
 def write_json(path: Path, data: Any) -> Path:
     """Write pretty JSON (UTF-8, trailing newline; any string, :func:`progress_sql.jsonio.dumps`)
     atomically; returns ``path``."""
@@ -132,13 +166,41 @@ class RunFolder:
     def report_path(self) -> Path:
         return self.path / REPORT_FILE
 
+    @property
+    def interrupted_path(self) -> Path:
+        return self.path / INTERRUPTED_FILE
+
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
 
     def write_summary(self, summary: Summary) -> Path:
+        """``summary.json``: the run is complete, so an earlier run's interruption marker goes."""
         self.create()
-        return write_json(self.summary_path, summary.to_dict())
+        path = write_json(self.summary_path, summary.to_dict())
+        self.interrupted_path.unlink(missing_ok=True)
+        return path
+
+    def mark_interrupted(self, command: str, signal_name: str) -> Path:
+        """Write ``interrupted.json`` into the (existing) folder; returns its path."""
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return write_json(self.interrupted_path, Interruption(command, signal_name, at).to_dict())
+
+    def interruption(self) -> Interruption | None:
+        """The folder's interruption marker (None: there is none, or it cannot be read as one)."""
+        if not self.interrupted_path.is_file():
+            return None
+        try:
+            data = jsonio.read_json(self.interrupted_path, "interruption marker")
+        except (DatasetError, OSError):
+            return Interruption("?", "?", "?")  # a marker was being written: the run was interrupted all the same
+        return Interruption.from_dict(data if isinstance(data, dict) else {})
+
+    def check_complete(self) -> None:
+        """DatasetError when a run into the folder was interrupted (:class:`Interruption`)."""
+        interruption = self.interruption()
+        if interruption is not None:
+            raise DatasetError(interruption.describe(self.path))
 
     def write_records(self, records: Iterable[Any]) -> Path:
         self.create()

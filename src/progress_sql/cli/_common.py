@@ -1,12 +1,16 @@
 """What every subcommand shares: option definitions (``*_option`` factories: one meaning, one default),
-registration (:func:`add_command`: ``error: ...`` and exit code 2), run folders and consoles; the
-convention: docs/cli.md."""
+registration (:func:`add_command`: ``error: ...`` and exit code 2; SIGINT, SIGTERM and SIGHUP end a
+command cleanly, its run folder marked interrupted), run folders and consoles; the convention: docs/cli.md."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,9 +24,10 @@ from progress_sql.env.feedback import FEEDBACK_KINDS
 from progress_sql.env.protocols import PROTOCOLS
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
+from progress_sql.execution.lifetime import Interrupted, interrupt
 from progress_sql.judge.compare import PRESETS
 from progress_sql.profiles import DEFAULT_PROFILE, PROFILES
-from progress_sql.runfolder import prepared_folder
+from progress_sql.runfolder import RunFolder, prepared_folder
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -69,16 +74,77 @@ def warn(message: str) -> None:
     stderr.print(f"[yellow]warning:[/] {escape(message)}")
 
 
+#: The signals a command ends cleanly on; its exit code is 128 + the signal's number (130, 143, 129).
+INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The parameters that name a command's run folder (export's is ``--report-dir``; a file is no folder).
+RUN_FOLDER_PARAMETERS = ("out", "report_dir")
+
+
+@contextlib.contextmanager
+def interrupts_raised() -> Iterator[None]:
+    """While the block runs (in the main thread), each of :data:`INTERRUPT_SIGNALS` ends the child
+    processes and raises :class:`~progress_sql.execution.lifetime.Interrupted` where the main thread is
+    (:func:`~progress_sql.execution.lifetime.interrupt`), so every ``with`` block on the way out closes
+    what it opened; a second signal ends the process at once. The handlers before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        for each in INTERRUPT_SIGNALS:  # the clean stop is under way: another signal means now
+            signal.signal(each, _end_now)
+        interrupt(signum)
+
+    previous = {each: signal.signal(each, stop) for each in INTERRUPT_SIGNALS}
+    try:
+        yield
+    finally:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+
+
+def _end_now(signum: int, _frame: object) -> None:
+    os._exit(128 + signum)
+
+
+def _mark_interrupted(command: str, kwargs: dict[str, Any], started: float, signum: int) -> str:
+    """Mark the command's run folder interrupted, unless this run completed it (its summary was
+    written after ``started``); returns what to tell the user about it."""
+    for name in RUN_FOLDER_PARAMETERS:
+        path = kwargs.get(name)
+        if not isinstance(path, Path) or not path.is_dir():
+            continue
+        folder = RunFolder(path)
+        with contextlib.suppress(OSError):
+            if folder.summary_path.stat().st_mtime >= started:
+                return f"; the run in {path} had completed"
+        try:
+            folder.mark_interrupted(command, signal.Signals(signum).name)
+        except OSError as error:
+            return f"; cannot mark {path} interrupted: {error}"
+        return f"; {path} is marked interrupted ({folder.interrupted_path.name}): run the command again to finish"
+    return ""
+
+
 def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> None:
     """Register ``command`` as subcommand ``name``: a ProgressSQLError it raises becomes ``error: ...``
-    on stderr and exit code 2 (a library entry point that cannot write its run folder raises ConfigError)."""
+    on stderr and exit code 2 (a library entry point that cannot write its run folder raises ConfigError);
+    SIGINT, SIGTERM or SIGHUP stop it cleanly (:func:`interrupts_raised`), mark its run folder interrupted
+    and exit with 128 + the signal's number."""
 
     @functools.wraps(command)
     def reporting_errors(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except ProgressSQLError as error:  # its text is not markup (a message may name the [ray] extra)
-            fail(str(error))
+        started = time.time()
+        with interrupts_raised():  # still set while the folder is marked: a second signal ends it at once
+            try:
+                return command(*args, **kwargs)
+            except ProgressSQLError as error:  # its text is not markup (a message may name the [ray] extra)
+                fail(str(error))
+            except KeyboardInterrupt as stopped:
+                signum = stopped.signum if isinstance(stopped, Interrupted) else int(signal.SIGINT)
+                told = _mark_interrupted(name, kwargs, started, signum)
+                stderr.print(f"interrupted by {signal.Signals(signum).name}{escape(told)}")
+                raise typer.Exit(128 + signum) from None
 
     app.command(name)(reporting_errors)
 

@@ -1,6 +1,7 @@
 """Parallel, isolated execution: long-lived worker processes, results in input order, a hung or dead
 worker replaced without failing the batch, a query whose worker died rerun once. Threads, deadlines,
-reruns and the ``spawn`` guard: docs/semantics.md#the-worker-pool.
+reruns and the ``spawn`` guard: docs/semantics.md#the-worker-pool. Workers end with the process that
+started them, however it ends (execution/lifetime.py); an interrupt stops them at once.
 
 Usage::
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from progress_sql.errors import WorkerStartError
 from progress_sql.execution.jobs import ExecJob
+from progress_sql.execution.lifetime import interruption, lifeline, watch_owner
 from progress_sql.execution.worker import READY, worker_main
 from progress_sql.types import Closing, ExecResult
 
@@ -93,6 +95,12 @@ class _WorkerDiedError(Exception):
         self.exit_code = exit_code
 
 
+def _worker_process(owner: Connection, conn: Connection, memory_bytes: int | None) -> None:
+    """A worker process: it ends when its owner ends (even mid-query), else serves ``conn``."""
+    watch_owner(owner)
+    worker_main(conn, memory_bytes)
+
+
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
@@ -110,7 +118,10 @@ class _Worker:
     def _start(self) -> None:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
-            target=worker_main, args=(child, self._memory_bytes), daemon=True, name="progress-sql-exec"
+            target=_worker_process,
+            args=(lifeline(), child, self._memory_bytes),
+            daemon=True,
+            name="progress-sql-exec",
         )
         try:
             process.start()
@@ -217,6 +228,11 @@ def _stop_all(workers: list[_Worker]) -> None:
         worker.stop()
 
 
+def _kill_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop(kill=True)
+
+
 class ExecutionPool(Closing):
     """Runs :class:`ExecJob` batches on ``workers`` isolated processes (default: all cores)."""
 
@@ -315,6 +331,11 @@ class ExecutionPool(Closing):
             deaths: dict[int, list[int | None]] = {}
             pending = chunk
             while pending:
+                # Interrupted (the workers have ended) or closed meanwhile: the batch stops, and says why.
+                stop = interruption()
+                if stop is not None or self._closed:
+                    callback_errors.append(stop or RuntimeError("ExecutionPool was closed during a batch"))
+                    return False
                 try:
                     pid = worker.ensure_started()
                 except WorkerStartError as error:
@@ -405,3 +426,10 @@ class ExecutionPool(Closing):
         """Stop every worker (politely, then by force)."""
         self._closed = True
         self._finalizer()
+
+    def __exit__(self, *exc: object) -> None:
+        if any(isinstance(item, KeyboardInterrupt) for item in exc):
+            # Interrupted (the CLI raises it for SIGTERM too): a worker's query is not waited for.
+            self._closed = True
+            _kill_all(self._workers)
+        self.close()

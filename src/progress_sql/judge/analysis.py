@@ -7,7 +7,8 @@ The processes are forked from the execution workers' fork server, which preloads
 (``FORKSERVER_PRELOAD`` in execution/pool.py): they start in milliseconds. This module imports neither:
 the caller only carries references and diagnoses (odt/records.py), so ``eval``'s parent never loads the
 parser. Every result is what the same call in the caller gives; a batch whose process died is computed
-in the caller instead (nothing is lost).
+in the caller instead (nothing is lost). The processes end with the caller, whatever ends it
+(execution/lifetime.py).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import gc
 import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, TypeVar
 
 from progress_sql.data.schema import Schema
+from progress_sql.execution.lifetime import BoundProcessPool, abort_pool_processes, interruption
 from progress_sql.execution.pool import DEFAULT_START_METHOD, start_worker_server
 from progress_sql.odt.config import OdtConfig
 from progress_sql.odt.records import Diagnosis, GoldReference
@@ -93,7 +95,7 @@ class AnalysisPool(Closing):
         start_worker_server()  # forks from the workers' server, with this module preloaded
         context = multiprocessing.get_context(DEFAULT_START_METHOD)
         # gc.freeze: what the fork server imported lives as long as each process; no collection walks it.
-        self._executor = ProcessPoolExecutor(processes, mp_context=context, initializer=gc.freeze)
+        self._executor = BoundProcessPool(processes, context, initializer=gc.freeze)
         self.processes = processes
 
     def references(
@@ -121,16 +123,26 @@ class AnalysisPool(Closing):
             except (BrokenProcessPool, RuntimeError):  # a dead or closed pool: computed in the caller
                 futures.append(None)
 
+        def in_caller(chunk: Sequence[_A]) -> list[_T]:
+            if (stop := interruption()) is not None:  # the processes were ended by an interrupt: stop too
+                raise stop
+            return work(chunk, config)
+
         def wait() -> list[_T]:
             out: list[_T] = []
             for chunk, future in zip(chunks, futures, strict=True):
                 try:
-                    out.extend(work(chunk, config) if future is None else future.result())
+                    out.extend(in_caller(chunk) if future is None else future.result())
                 except BrokenProcessPool:  # a process died (killed from outside, out of memory)
-                    out.extend(work(chunk, config))
+                    out.extend(in_caller(chunk))
             return out
 
         return wait
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if any(isinstance(item, KeyboardInterrupt) for item in exc):  # interrupted: do not wait
+            abort_pool_processes(self._executor)
+        self.close()

@@ -2,7 +2,8 @@
 ``evaluation.run.write_eval_run``, ``studies.report.write_train_run``): :func:`read_summary` and
 :func:`read_jsonl` for any run (``view``), :func:`read_eval` (an eval run's typed summary and samples:
 ``compare-runs``), and the scored episodes of a rollout, eval or train run (:func:`read_episodes`:
-``inspect``). A folder that is not what it should be is a DatasetError or ConfigError that says why."""
+``inspect``). A folder that is not what it should be is a DatasetError or ConfigError that says why; so
+is one whose last run was interrupted (``interrupted.json``), whatever files it holds."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def read_summary(run: Path) -> dict[str, Any]:
     """``summary.json`` of a run folder; DatasetError when it is absent or older than the layout."""
     if not run.is_dir():
         raise DatasetError(f"run folder not found: {run}")
+    RunFolder(run).check_complete()
     data = read_json(run / SUMMARY_FILE)
     if not isinstance(data, dict):
         raise DatasetError(f"{run / SUMMARY_FILE} is not a JSON object")
@@ -68,6 +70,7 @@ def read_eval(path: Path) -> EvalRun:
     """Read a folder written by :func:`~progress_sql.evaluation.run.write_eval_run`; DatasetError says
     what is missing or broken."""
     folder = RunFolder(path)
+    folder.check_complete()
     try:
         summary = EvalSummary.from_dict(folder.read_summary())
         samples = {int(s["index"]): s for s in folder.read_records()}
@@ -206,6 +209,7 @@ def read_episodes(source: Path, task: str | None = None, data_dir: Path | None =
     folder of another kind or none."""
     folder = source if source.is_dir() else source.parent
     run_folder = RunFolder(folder)
+    run_folder.check_complete()
     if not run_folder.summary_path.is_file():
         raise ConfigError(f"no {RUN_FILES[0]} in {folder}: give the run folder of progress-sql "
                           f"{', '.join(RUN_KINDS)} (--out)")  # fmt: skip
