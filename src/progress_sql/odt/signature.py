@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -55,9 +56,10 @@ _NEGATED_KEYWORD: dict[type[exp.Expr], str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """One FROM / JOIN source of a SELECT: its resolved name and, for base tables, the table name."""
+class Source(NamedTuple):
+    """One FROM / JOIN source of a SELECT: its resolved name and, for base tables, the table name (a
+    named tuple: one is built per source of every SELECT, and a frozen dataclass's ``__init__`` costs
+    several times more)."""
 
     resolved: str
     table: str | None
@@ -154,7 +156,8 @@ class Renderer:
         self.subquery_text = subquery_text
 
     def render(self, node: exp.Expr) -> str:
-        return _handler(type(node))(self, node)
+        handler = _RESOLVED.get(type(node))  # the handler lookup inlined: render runs for every node
+        return (handler or _handler(type(node)))(self, node)
 
     def render_key(self, node: exp.Expr) -> str:
         """Render a GROUP BY / ORDER BY key: a positional number refers to a SELECT item."""
@@ -291,7 +294,7 @@ def _generic(r: Renderer, node: exp.Expr) -> str:
 
 
 _HANDLERS: dict[type[exp.Expr], Handler] = {
-    exp.Column: lambda r, n: r.column(n),  # type: ignore[arg-type]
+    exp.Column: Renderer.column,  # type: ignore[dict-item]
     exp.Star: lambda r, n: "*",
     exp.Literal: lambda r, n: "?",
     exp.Placeholder: lambda r, n: "?",
