@@ -49,6 +49,25 @@ _LEAVES: frozenset[type[exp.Expr]] = frozenset(
 )
 _CLAUSE_LABELS = {"expressions": "select", "from_": "from", "joins": "join", "group": "group_by", "order": "order_by"}
 
+#: What the walk of :func:`_select_node` does with a node, by its type: skip it (a leaf), take it as a
+#: nested query, note it as an aggregate (in the SELECT list) and enter it, or enter it.
+_LEAF, _NESTED, _AGGREGATE, _OTHER = range(4)
+_WALK_KINDS: dict[type[exp.Expr], int] = {}
+
+
+def _walk_kind(node_type: type[exp.Expr]) -> int:
+    """The walk's treatment of ``node_type`` (memoized: one dictionary lookup per node afterwards)."""
+    if node_type in _LEAVES:
+        kind = _LEAF
+    elif issubclass(node_type, _NESTED_TYPES):
+        kind = _NESTED
+    elif issubclass(node_type, exp.AggFunc):
+        kind = _AGGREGATE
+    else:
+        kind = _OTHER
+    _WALK_KINDS[node_type] = kind
+    return kind
+
 
 @dataclass(frozen=True, slots=True)
 class OdtNode:
@@ -262,12 +281,15 @@ def _select_node(
         stack = [part for part in reversed(parts) if isinstance(part, exp.Expr)]
         while stack:
             node = stack.pop()
-            if type(node) in _LEAVES:
+            kind = _WALK_KINDS.get(type(node))
+            if kind is None:
+                kind = _walk_kind(type(node))
+            if kind == _LEAF:
                 continue
-            if isinstance(node, _NESTED_TYPES):
+            if kind == _NESTED:
                 found.append((label, node))
                 continue
-            if in_items and isinstance(node, exp.AggFunc):
+            if in_items and kind == _AGGREGATE:
                 aggregates.add(node.key)
             elif cte_sources and id(node) in cte_sources:
                 found.append((label, node))
