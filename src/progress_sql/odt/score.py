@@ -16,7 +16,7 @@ from operator import attrgetter
 from progress_sql.odt.build import QUERY_KINDS, OdtNode
 from progress_sql.odt.config import FEATURES, OdtConfig
 from progress_sql.odt.profile import SelectProfile
-from progress_sql.odt.tags import LOCAL_RULES, Finding, LocalRule
+from progress_sql.odt.tags import LOCAL_RULES, Applies, FeatureSimilarity, Finding, Similarity
 from progress_sql.sql.lexical import jaccard
 
 _SET_FEATURES = ("select", "tables", "joins", "where", "group_by", "having", "order_by")
@@ -165,8 +165,9 @@ class _Settings:
     config: OdtConfig
     weights: tuple[tuple[str, float], ...]
     weight_total: float
-    #: Each local rule with the threshold of its tag.
-    rules: tuple[tuple[LocalRule, float], ...]
+    #: Each local rule as (its finding, the feature its similarity reads or None, its similarity, when
+    #: it applies, the threshold of its tag); the finding is built once (it is a value).
+    rules: tuple[tuple[Finding, str | None, Similarity, Applies, float], ...]
     #: The similarities of two identical profiles (every feature 1.0) and their local score.
     identical: Mapping[str, float]
     identical_local: float
@@ -189,7 +190,16 @@ def _settings(config: OdtConfig) -> _Settings:
         config,
         weights,
         weight_total,
-        tuple((rule, config.threshold(rule.tag)) for rule in LOCAL_RULES),
+        tuple(
+            (
+                Finding(rule.tag),
+                rule.similarity.name if isinstance(rule.similarity, FeatureSimilarity) else None,
+                rule.similarity,
+                rule.applies,
+                config.threshold(rule.tag),
+            )
+            for rule in LOCAL_RULES
+        ),
         identical,
         _local_score(weights, weight_total, identical),
     )
@@ -200,7 +210,7 @@ def _settings(config: OdtConfig) -> _Settings:
 
 
 def _local_score(weights: tuple[tuple[str, float], ...], total: float, sims: Mapping[str, float]) -> float:
-    return sum(weight * sims[name] for name, weight in weights) / total
+    return sum([weight * sims[name] for name, weight in weights]) / total
 
 
 class _Comparer:
@@ -240,15 +250,15 @@ class _Comparer:
             local = settings.identical_local
             findings: set[Finding] = set()
         else:
-            sims = feature_similarities(pred.profile, gold.profile, self.config)
+            pred_profile, gold_profile = pred.profile, gold.profile
+            sims = feature_similarities(pred_profile, gold_profile, self.config)
             local = _local_score(settings.weights, settings.weight_total, sims)
             # The similarity first: it is usually 1.0, and then ``applies`` need not run (both are pure).
-            findings = {
-                Finding(rule.tag)
-                for rule, threshold in settings.rules
-                if rule.similarity(pred.profile, gold.profile, sims) < threshold
-                and rule.applies(pred.profile, gold.profile)
-            }
+            findings = set()
+            for finding, feature, similarity, applies, threshold in settings.rules:
+                value = sims[feature] if feature is not None else similarity(pred_profile, gold_profile, sims)
+                if value < threshold and applies(pred_profile, gold_profile):
+                    findings.add(finding)
         if not pred.children and not gold.children:
             return Comparison(local, frozenset(findings), sims)
         child_score, child_findings = self._match(pred.children, gold.children)

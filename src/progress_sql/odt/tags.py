@@ -66,8 +66,20 @@ class LocalRule:
     applies: Applies = lambda pred, gold: True
 
 
+class FeatureSimilarity:
+    """A rule's similarity that is one feature's, ``sims[name]`` (scoring reads it without the call)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, pred: SelectProfile, gold: SelectProfile, sims: Similarities) -> float:
+        return sims[self.name]
+
+
 def _feature(name: str) -> Similarity:
-    return lambda pred, gold, sims: sims[name]
+    return FeatureSimilarity(name)
 
 
 def _aggregation_similarity(pred: SelectProfile, gold: SelectProfile, sims: Similarities) -> float:
