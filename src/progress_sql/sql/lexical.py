@@ -19,6 +19,7 @@ from progress_sql.sql.parse import strip_sql
 _TOKEN = re.compile(
     r"""--[^\n]*|/\*[\s\S]*?(?:\*/|\Z)  # a comment: no token, the match is empty (found here so
                                         # that `--` inside a string stays text)
+      | ;                        # no token either
       | (                        # a token (the loops unrolled: an alternation inside a repeat costs
                                  # the regex engine memory per character, gigabytes on a long literal):
         '[^']*(?:''[^']*)*(?:'|\Z)   # single-quoted string (an unterminated one runs to the end:
@@ -33,6 +34,8 @@ _TOKEN = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _QUOTES = {"'": "'", '"': '"', "`": "`", "[": "]"}
+#: What :func:`_normalize` changes besides case: a quote that may open a quoted token, and ``!=``.
+_NEEDS_NORMALIZING = re.compile(r"""['"`\[]|!=""")
 
 
 def _normalize(token: str) -> str:
@@ -61,14 +64,20 @@ def sql_tokens(sql: str) -> list[str]:
     """
     text = strip_sql(sql)[:MAX_LEXICAL_SCAN]
     if len(text) <= MAX_LEXICAL_CHARS:  # the tokens cannot exceed the limit: one pass in C
-        # A comment matches with an empty group; a `;` before a trailing comment is no token either.
-        found = [token for token in _TOKEN.findall(text) if token and token != ";"]
+        if text.isascii():
+            # Lower-casing ASCII text lower-cases each token and moves no token boundary (the pattern
+            # ignores case); a comment or a `;` matches with an empty group.
+            found = list(filter(None, _TOKEN.findall(text.lower())))
+            if _NEEDS_NORMALIZING.search(text) is None:
+                return found
+            return [token if token[0] not in _QUOTES and token != "!=" else _normalize(token) for token in found]
+        found = list(filter(None, _TOKEN.findall(text)))
         return [token.lower() if token[0] not in _QUOTES and token != "!=" else _normalize(token) for token in found]
     tokens: list[str] = []
     budget = MAX_LEXICAL_CHARS
     for match in _TOKEN.finditer(text):
         token = match.group(1)
-        if not token or token == ";":
+        if not token:
             continue
         budget -= len(token)
         if budget < 0:
