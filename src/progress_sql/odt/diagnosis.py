@@ -34,7 +34,7 @@ With a schema, SQLite itself judges the syntax first (sqlglot accepts more than 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 
 from progress_sql.data.schema import Schema
@@ -53,7 +53,12 @@ _DEFAULT = OdtConfig()
 
 def tree_switches(config: OdtConfig) -> TreeSwitches:
     """The build-time switches of ``config`` (how both trees are built)."""
+    if config is _DEFAULT:  # the reward loop's case: no record built per diagnosis
+        return _DEFAULT_SWITCHES
     return TreeSwitches(config.inline_ctes, config.implicit_joins, config.nested_everywhere)
+
+
+_DEFAULT_SWITCHES = TreeSwitches(_DEFAULT.inline_ctes, _DEFAULT.implicit_joins, _DEFAULT.nested_everywhere)
 
 
 def prepare_gold(sql: str, schema: Schema | None = None, config: OdtConfig = _DEFAULT) -> GoldReference:
@@ -124,8 +129,10 @@ def _rejection(pred: str, schema: Schema | None, config: OdtConfig) -> str | Non
     return engine_rejection(pred, schema.tables, config.dialect) if schema is not None else None
 
 
-def _reported(found: Iterable[Finding], config: OdtConfig) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
+def _reported(found: Collection[Finding], config: OdtConfig) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
     """The findings ``config`` reports (its tag set) in report order, and their distinct codes."""
+    if not found:  # a third of real predictions
+        return (), ()
     rank = _tag_rank(config.tag_order)
     findings = tuple(
         sorted(
