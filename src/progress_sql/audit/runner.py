@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +18,7 @@ from progress_sql.audit.context import AuditContext, read_audit_profile
 from progress_sql.audit.copies import PerturbedCopies
 from progress_sql.cluster.shards import ShardRunner, example_db_path, relocate_example
 from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.lifetime import BoundProcessPool
 from progress_sql.types import Example
 
 #: The gold's deadline: Arctic-Text2SQL-R1 drops golds slower than 5 s.
@@ -147,7 +148,8 @@ def audit_examples(
                 advance(len(group))
         else:
             context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=context) as pool:
+            # Processes that end with this one, and at once on an interrupt (execution/lifetime.py).
+            with BoundProcessPool(min(workers, len(groups)), context) as pool:
                 futures = {
                     pool.submit(audit_database, [examples[i] for i in group], ids, limits, scratch): group
                     for group in groups

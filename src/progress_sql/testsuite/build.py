@@ -8,13 +8,14 @@ import multiprocessing
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 from progress_sql.cluster.shards import ShardRunner
 from progress_sql.data.loaders import database_problem
+from progress_sql.execution.lifetime import BoundProcessPool
 from progress_sql.testsuite.distill import Progress, SchemaSuite, SuiteConfig, build_schema_suite
 from progress_sql.types import Example
 
@@ -81,7 +82,8 @@ def build_suites(
                 on_done(done[-1])
     else:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as executor:
+        # Processes that end with this one, and at once on an interrupt (execution/lifetime.py).
+        with BoundProcessPool(min(workers, len(jobs)), context) as executor:
             # Biggest schemas first, so one slow schema does not start last.
             ordered = sorted(jobs, key=lambda j: -len(j.golds))
             futures = [executor.submit(_build, job, str(out), config) for job in ordered]
