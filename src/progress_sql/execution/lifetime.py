@@ -1,5 +1,5 @@
 """Child processes that end with the process that started them, however it ends (SIGKILL included):
-docs/semantics.md#interrupts-and-child-processes.
+docs/cli.md#interrupts.
 
 The owner (the process that makes a pool) holds the only write end of a pipe, its *lifeline*; every
 child it starts receives the read end and a thread that waits on it. Nothing is ever written: the
