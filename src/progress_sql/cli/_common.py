@@ -75,7 +75,10 @@ def warn(message: str) -> None:
 
 
 #: The signals a command ends cleanly on; its exit code is 128 + the signal's number (130, 143, 129).
-INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: (SIGHUP: where the platform has it.)
+INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 #: The parameters that name a command's run folder (export's is ``--report-dir``; a file is no folder).
 RUN_FOLDER_PARAMETERS = ("out", "report_dir")
 
