@@ -49,8 +49,8 @@ class Interrupted(KeyboardInterrupt):
 
 def interrupt(signum: int) -> NoReturn:
     """End every child of this process now and raise :class:`Interrupted` (for a signal handler: it
-    takes no lock, and closing a descriptor is safe there). From then on pools start no process and
-    their batches stop (:func:`interruption`)."""
+    takes no lock, and closing a descriptor is safe there). From then on the pools' batches stop
+    (:func:`interruption`), and a child started anyway ends at once (its lifeline is already closed)."""
     if interruption() is None:
         _interrupted[:] = [(os.getpid(), signum)]
         if _line and _line[0][0] == os.getpid():
