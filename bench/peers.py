@@ -103,7 +103,7 @@ def spider_workload(data_dir: Path, prompts: int, samples: int, pathological: bo
         i for i, row in enumerate(dev) if (spider / "database" / row["db_id"] / f"{row['db_id']}.sqlite").is_file()
     ]
     chosen = present[:: max(1, len(present) // prompts)][:prompts]
-    trajectories = []
+    trajectories: list[dict[str, Any]] = []
     for p, index in enumerate(chosen):
         row = dev[index]
         for s in range(samples):
@@ -128,7 +128,7 @@ def bird_workload(data_dir: Path, prompts: int, samples: int) -> dict[str, Any]:
     bird = data_dir / "bird"
     rows = [r for r in json.loads((bird / "dev.json").read_text(encoding="utf-8")) if r["db_id"] == "superhero"]
     chosen = rows[:: max(1, len(rows) // prompts)][:prompts]
-    trajectories = []
+    trajectories: list[dict[str, Any]] = []
     for p, row in enumerate(chosen):
         for s in range(samples):
             count = 1 + (p + s) % 4
@@ -249,7 +249,7 @@ def run_pool_evaluator(module: ModuleType, workload: dict[str, Any], emit: Emit)
             super().append(item)
             emit(trajectories[item["question_id"]]["id"], float(item["correctness"]))
 
-    module.evaluation_results = Seen()
+    setattr(module, "evaluation_results", Seen())  # noqa: B010  # the module global its callback appends to
     module.evaluate_sqls_parallel(
         [db_file(workload, t["db_id"]) for t in trajectories],
         [t["question"] for t in trajectories],
@@ -444,7 +444,9 @@ def run_system(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT / "bench")])}
     if omnisql is not None:
         env["PEERS_OMNISQL"] = str(omnisql)
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=work)
+    errors = work / f"{system.name}.stderr"  # a file, not a pipe: a chatty child must never block on it
+    with errors.open("wb") as stderr:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=work)
     root, watch = psutil.Process(process.pid), Watch()
     expected = len(workload["trajectories"])
     started, cpu_at_start, count = time.perf_counter(), 0.0, 0
@@ -463,10 +465,8 @@ def run_system(
             child.kill()
         process.wait()
     elif process.returncode != 0:
-        error = (process.stderr.read().decode(errors="replace") if process.stderr else "").strip().splitlines()
-        error = error[-1] if error else f"exit {process.returncode}"
-    if process.stderr:
-        process.stderr.close()
+        said = errors.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        error = said[-1] if said else f"exit {process.returncode}"
     verdicts = {}
     for line in results.read_text(encoding="utf-8").splitlines() if results.exists() else []:
         record = json.loads(line)
