@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from sqlglot import exp
 
@@ -69,9 +69,10 @@ def _walk_kind(node_type: type[exp.Expr]) -> int:
     return kind
 
 
-@dataclass(frozen=True, slots=True)
-class OdtNode:
-    """One node of the diagnostic tree; ``label`` is the CTE name, set operator or clause."""
+class OdtNode(NamedTuple):
+    """One node of the diagnostic tree; ``label`` is the CTE name, set operator or clause (an immutable
+    record; a named tuple because two or more are built per diagnosis, and a frozen dataclass's
+    ``__init__`` costs several times more)."""
 
     kind: NodeKind
     label: str = ""
@@ -155,11 +156,11 @@ MAX_INLINED_CTES = 64
 _ALL_ON = TreeSwitches()
 
 
-def _declare(query: exp.Expr, ctes: Mapping[str, _Cte]) -> tuple[dict[str, _Cte], list[_Cte]]:
+def _declare(query: exp.Expr, ctes: Mapping[str, _Cte]) -> tuple[Mapping[str, _Cte], list[_Cte]]:
     """The CTEs visible inside ``query`` (outer ones plus its own WITH) and its own WITH entries."""
     with_clause = query.args.get("with_")
-    if with_clause is None:
-        return dict(ctes), []
+    if with_clause is None:  # no copy: nothing adds to a visible mapping once built
+        return ctes, []
     visible = dict(ctes)
     own = []
     for cte in with_clause.expressions:

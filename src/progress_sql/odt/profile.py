@@ -11,7 +11,6 @@ docs/odt.md#pipeline, step 4); a nested query is the placeholder ``<subquery>`` 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Container, Iterator
 from typing import NamedTuple
 
@@ -178,11 +177,11 @@ def _join_types(select: exp.Select) -> frozenset[str]:
     joins = select.args.get("joins")
     if not joins:
         return frozenset()
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     for join in joins:
         side = join.side.lower()
         if side:
-            seen[side] += 1
+            seen[side] = seen.get(side, 0) + 1
     return frozenset(side if n == 1 else f"{side}#{n}" for side, count in seen.items() for n in range(1, count + 1))
 
 
