@@ -21,7 +21,9 @@ from progress_sql.sql.lexical import jaccard
 
 _SET_FEATURES = ("select", "tables", "joins", "where", "group_by", "having", "order_by")
 _COUNT_FEATURES = ("join_count", "item_count")
-_FLAG_FEATURES = FEATURES[len(_SET_FEATURES) + len(_COUNT_FEATURES) :]
+_FLAG_FEATURES = ("has_where", "has_group_by", "has_having", "has_order_by", "has_limit", "has_aggregation", "distinct")
+# feature_similarities names each feature in this order
+assert (*_SET_FEATURES, *_COUNT_FEATURES, *_FLAG_FEATURES) == FEATURES
 _read_sets = attrgetter(*_SET_FEATURES)
 _read_counts = attrgetter(*_COUNT_FEATURES)
 _read_flags = attrgetter(*_FLAG_FEATURES)
@@ -109,39 +111,66 @@ def feature_similarities(pred: SelectProfile, gold: SelectProfile, config: OdtCo
     """
     config = config or _DEFAULT_CONFIG
     # Most features agree: an equal pair is 1.0 under every measure (Jaccard, NumSim, order), so the
-    # measure runs only where they differ; the fields are read in one C call per group.
-    sims = {
-        name: 1.0 if a == b else jaccard(a, b)
-        for name, a, b in zip(_SET_FEATURES, _read_sets(pred), _read_sets(gold), strict=True)
-    }
-    for name, a, b in zip(_COUNT_FEATURES, _read_counts(pred), _read_counts(gold), strict=True):
-        sims[name] = 1.0 if a == b else num_sim(a, b)
-    for name, a, b in zip(_FLAG_FEATURES, _read_flags(pred), _read_flags(gold), strict=True):
-        sims[name] = 1.0 if a == b else 0.0
+    # measure runs only where they differ; the fields are read in one C call per group, the values
+    # kept in locals and the mapping built once, in FEATURES then REFINEMENTS order.
+    select, tables, joins, where, group_by, having, order_by = [
+        1.0 if a == b else jaccard(a, b) for a, b in zip(_read_sets(pred), _read_sets(gold), strict=True)
+    ]
+    join_count, item_count = [
+        1.0 if a == b else num_sim(a, b) for a, b in zip(_read_counts(pred), _read_counts(gold), strict=True)
+    ]
+    has_where, has_group_by, has_having, has_order_by, has_limit, has_aggregation, distinct = [
+        1.0 if a == b else 0.0 for a, b in zip(_read_flags(pred), _read_flags(gold), strict=True)
+    ]
     free = pred.projection_free or gold.projection_free
     if free:  # EXISTS (SELECT 1 ...): the projection is moot
-        sims["select"] = sims["item_count"] = sims["distinct"] = sims["has_aggregation"] = 1.0
-    sims["select_items"] = sims["select"]
+        select = item_count = distinct = has_aggregation = 1.0
+    select_items = select
     same_order = free or not config.select_order or pred.select_order == gold.select_order
-    sims["select_order"] = 1.0 if same_order else common_order(pred.select_order, gold.select_order)
-    sims["select"] *= 0.5 + 0.5 * sims["select_order"]
-    sims["join_keys"] = sims["joins"]
+    select_order = 1.0 if same_order else common_order(pred.select_order, gold.select_order)
+    select *= 0.5 + 0.5 * select_order
+    join_keys = joins
     same_types = not config.join_type or pred.join_types == gold.join_types
-    sims["join_type"] = 1.0 if same_types else jaccard(pred.join_types, gold.join_types)
-    sims["joins"] *= sims["join_type"]
-    sims["order_keys"] = sims["order_by"]
+    join_type = 1.0 if same_types else jaccard(pred.join_types, gold.join_types)
+    joins *= join_type
+    order_keys = order_by
     same_nulls = not config.nulls_order or pred.order_nulls == gold.order_nulls
-    nulls = 1.0 if same_nulls else jaccard(pred.order_nulls, gold.order_nulls)
-    sims["nulls_order"] = nulls
-    sims["order_by"] *= nulls
-    sims["limit_presence"] = sims["has_limit"]
+    nulls_order = 1.0 if same_nulls else jaccard(pred.order_nulls, gold.order_nulls)
+    order_by *= nulls_order
+    limit_presence = has_limit
     if not config.limit_values:  # LIMIT is the presence flag alone (has_limit as read)
-        sims["limit_value"] = sims["offset"] = 1.0
-        return sims
-    sims["limit_value"] = 1.0 if pred.limit == gold.limit else 0.0
-    sims["offset"] = 1.0 if pred.offset == gold.offset else 0.0
-    sims["has_limit"] = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
-    return sims
+        limit_value = offset = 1.0
+    else:
+        limit_value = 1.0 if pred.limit == gold.limit else 0.0
+        offset = 1.0 if pred.offset == gold.offset else 0.0
+        has_limit = limit_similarity((pred.limit, pred.offset), (gold.limit, gold.offset))
+    return {
+        "select": select,
+        "tables": tables,
+        "joins": joins,
+        "where": where,
+        "group_by": group_by,
+        "having": having,
+        "order_by": order_by,
+        "join_count": join_count,
+        "item_count": item_count,
+        "has_where": has_where,
+        "has_group_by": has_group_by,
+        "has_having": has_having,
+        "has_order_by": has_order_by,
+        "has_limit": has_limit,
+        "has_aggregation": has_aggregation,
+        "distinct": distinct,
+        "select_items": select_items,
+        "select_order": select_order,
+        "join_keys": join_keys,
+        "join_type": join_type,
+        "order_keys": order_keys,
+        "nulls_order": nulls_order,
+        "limit_presence": limit_presence,
+        "limit_value": limit_value,
+        "offset": offset,
+    }
 
 
 _DEFAULT_CONFIG = OdtConfig()
