@@ -15,9 +15,8 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.progressive import progressive_reward
 from progress_sql.types import Example, Trajectory
-from tests.conftest import build_database
+from tests.env.conftest import GOLD
 
-GOLD = "SELECT name FROM singer WHERE country = 'France' AND age > 40"
 WRONG = "SELECT name FROM singer WHERE country = 'France'"
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
@@ -28,12 +27,6 @@ def probe(sql: str) -> str:
 
 def solve(sql: str) -> str:
     return f"<think>answer</think><solution>{sql}</solution>"
-
-
-@pytest.fixture(scope="module")
-def music(tmp_path_factory: pytest.TempPathFactory) -> Example:
-    db = build_database("music.sql", tmp_path_factory.mktemp("databases"))
-    return Example(0, "Which singers from France are over 40?", "music", str(db), GOLD)
 
 
 @pytest.fixture(scope="module")

@@ -15,23 +15,12 @@ from progress_sql.env.core import make_store
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool, OnResult, OnStart
 from progress_sql.types import Example, ExecResult
-from tests.conftest import build_database
+from tests.env.conftest import GOLD
+from tests.env.test_probe_protocol import WRONG, probe, solve
 
-GOLD = "SELECT name FROM singer WHERE country = 'France' AND age > 40"
-WRONG = "SELECT name FROM singer WHERE country = 'France'"
 BROKEN = "SELECT nme FROM singer"
-
-
-def answer(sql: str) -> str:
-    return f"<think>t</think><sql>{sql}</sql>"
-
-
-def probe(sql: str) -> str:
-    return f"<think>look</think><sql>{sql}</sql>"
-
-
-def solve(sql: str) -> str:
-    return f"<think>answer</think><solution>{sql}</solution>"
+#: An answer under the answer protocol (the same tags as a probe under the probe protocol).
+answer = probe
 
 
 class CountingPool(ExecutionPool):
@@ -46,12 +35,6 @@ class CountingPool(ExecutionPool):
     ) -> list[ExecResult]:
         self.batches.append(len(jobs))
         return super().run_many(jobs, on_start=on_start, on_result=on_result)
-
-
-@pytest.fixture(scope="module")
-def music(tmp_path_factory: pytest.TempPathFactory) -> Example:
-    db = build_database("music.sql", tmp_path_factory.mktemp("databases"))
-    return Example(0, "Which singers from France are over 40?", "music", str(db), GOLD)
 
 
 #: Per protocol, the scripts of a group: right at once, wrong then right, broken twice then out of turns,
