@@ -44,6 +44,9 @@ def safe_config(limits: ExecLimits) -> dict[str, Any]:
         "allow_community_extensions": False,
         "allow_unsigned_extensions": False,
         "memory_limit": f"{max(1, limits.memory_bytes // 2**20)}MB",
+        # No spilling: past memory_limit a query ends out of memory instead of writing `<db>.tmp/` beside
+        # the database, which a worker killed at its deadline would leave there.
+        "temp_directory": "",
         "threads": 1,
     }
 
