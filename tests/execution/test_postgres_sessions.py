@@ -232,3 +232,16 @@ def test_an_attacking_run_leaves_a_run_beside_it_as_a_clean_run(
     finally:
         attacker.wait(timeout=300)
     assert _records(tmp_path / "beside") == _records(tmp_path / "alone")
+
+
+def test_the_reader_reads_another_ported_database_of_the_same_server(
+    server: dict[str, Any], music_dir: Path, pg_admin: str
+) -> None:
+    """What docs/semantics.md says the server is trusted for: one reader serves every schema of the
+    benchmark database, so a query of one task reads another ported database's tables (benchmark data;
+    gold SQL is never stored on the server). A role per database would separate them."""
+    source = music_dir / "database" / "music" / "music.sqlite"
+    port_database(source, pg_admin, "music_other")
+    result = PostgresRunner().run(server["music"], "SELECT count(*) FROM music_other.singer", LIMITS)
+    assert result.status == "ok", result.error
+    assert result.rows[0][0] > 0
