@@ -564,15 +564,23 @@ def step_many(steps: Sequence[tuple[SQLRefineEnv, str]]) -> list[StepResult]:
     ``step`` would give (docs/environment.md#stepping-a-group). Each pair must be a different episode."""
     if len({id(env) for env, _ in steps}) != len(steps):
         raise ValueError("step_many takes each environment once (one turn per episode)")
-    planned = [env.plan(response) for env, response in steps]
-    results: list[ExecResult | None] = [None] * len(steps)
+    planned = [(env, env.plan(response)) for env, response in steps]
+    results = run_turns(planned)
+    return [env.take(turn, result) for (env, turn), result in zip(planned, results, strict=True)]
+
+
+def run_turns(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> list[ExecResult | None]:
+    """The SQL of planned turns run in one batch per gold store, each distinct query once; None for a
+    turn that runs nothing. What :func:`step_many` and the coalescer of concurrent steps
+    (env/coalesce.py) hand to :meth:`SQLRefineEnv.take`; reads only each environment's store."""
+    results: list[ExecResult | None] = [None] * len(turns)
     by_store: dict[int, list[int]] = {}
-    for position, ((env, _), turn) in enumerate(zip(steps, planned, strict=True)):
+    for position, (env, turn) in enumerate(turns):
         if turn.sql is not None:
             by_store.setdefault(id(env.store), []).append(position)
     for positions in by_store.values():
-        store = steps[positions[0]][0].store
-        answers = [(planned[i].example, planned[i].sql or "") for i in positions]
+        store = turns[positions[0]][0].store
+        answers = [(turns[i][1].example, turns[i][1].sql or "") for i in positions]
         for i, result in zip(positions, store.run_answers(answers), strict=True):
             results[i] = result
-    return [env.take(turn, result) for (env, _), turn, result in zip(steps, planned, results, strict=True)]
+    return results

@@ -1,0 +1,204 @@
+"""Concurrent steps of different episodes played as one batch: the request-driven adapters (SkyRL's
+stepping threads, OpenEnv's sessions, NeMo Gym's, verifiers' and Atropos's threads, verl's agent loop)
+receive one turn per call, from many threads at once. Each caller reads its own turn
+(:meth:`SQLRefineEnv.plan`) and plays it (:meth:`SQLRefineEnv.take`) on its own thread; only the SQL
+in between goes through a group commit: the first caller leads a batch at once (no timer, so a lone
+call waits for nobody), the callers that arrive while the pool's lanes are busy queue, and the next
+free lane takes them all (up to ``max_batch``) to the workers as one :func:`run_turns` batch. The
+gold preparations of new episodes (:func:`prepare_golds`) coalesce the same way.
+
+A coalescer has as many lanes (batches in flight) as its pool has workers: while a worker is free a
+call goes straight to it, and only the calls that would have waited for a worker wait in the queue
+instead and then share one batch. A query that runs to its deadline delays the episodes of its own
+batch (at most ``max_batch``), never the other lanes. An exception of one episode (a finished
+episode, a bad plan) is raised in its own caller's thread before it queues; when a whole batch
+fails, each of its turns runs alone, so every caller gets its own outcome.
+
+docs/environment.md#concurrent-steps-coalesce."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, prepare_golds, run_turns
+from progress_sql.execution.pool import ExecutionPool
+from progress_sql.prompts import Message
+from progress_sql.types import Example, ExecResult
+
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "BatchFailedError",
+    "Coalescer",
+    "CoalescerCounts",
+    "GroupCommit",
+    "coalescer_of",
+    "reset_coalesced",
+    "step_coalesced",
+]
+
+#: The most turns one batch carries: MAX_CHUNK (16) jobs for each of 4 workers' chunks. Bounded so a
+#: query that runs to its deadline holds up few episodes, and one leader does not gather forever.
+DEFAULT_MAX_BATCH = 64
+
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+
+
+class BatchFailedError(Exception):
+    """The batch a call rode in failed as a whole (another episode's database, a worker that did not
+    start): the caller does its own work alone, which gives it its own outcome."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoalescerCounts:
+    """What a group commit did: ``batches`` run, ``items`` in them, and ``waits``: times a caller
+    waited for a busy lane or for its batch (0 for calls that never overlapped)."""
+
+    batches: int
+    items: int
+    waits: int
+
+
+class _Ticket(Generic[Item, Outcome]):
+    """One call's place in the queue: its item, whether a leader took it, and what came back."""
+
+    __slots__ = ("done", "error", "item", "outcome", "taken")
+
+    def __init__(self, item: Item) -> None:
+        self.item = item
+        self.taken = False
+        self.done = False
+        self.outcome: Outcome | None = None
+        self.error: BaseException | None = None
+
+
+class GroupCommit(Generic[Item, Outcome]):
+    """Leader/follower batching of ``run_batch`` (items -> outcomes, in order) over ``lanes`` batches
+    in flight at most. Thread-safe; callers on threads of an asyncio loop's executor work alike."""
+
+    def __init__(self, run_batch: Callable[[Sequence[Item]], Sequence[Outcome]], *, lanes: int, max_batch: int) -> None:
+        if lanes < 1 or max_batch < 1:
+            raise ValueError(f"lanes and max_batch must be >= 1, got {lanes} and {max_batch}")
+        self._run_batch = run_batch
+        self.lanes, self.max_batch = lanes, max_batch
+        self._changed = threading.Condition()
+        self._queue: list[_Ticket[Item, Outcome]] = []
+        self._leading = 0
+        self._batches = self._items = self._waits = 0
+
+    def counts(self) -> CoalescerCounts:
+        with self._changed:
+            return CoalescerCounts(self._batches, self._items, self._waits)
+
+    def queued(self) -> int:
+        """Calls waiting for a lane now (not yet in a batch)."""
+        with self._changed:
+            return len(self._queue)
+
+    def submit(self, item: Item) -> Outcome:
+        """``item``'s outcome from the batch it was played in. Raises the batch's error when the batch
+        held this item alone, :class:`BatchFailedError` when it held others too."""
+        ticket: _Ticket[Item, Outcome] = _Ticket(item)
+        with self._changed:
+            self._queue.append(ticket)
+            while not ticket.done and (ticket.taken or self._leading >= self.lanes):
+                self._waits += 1
+                self._changed.wait()
+            if not ticket.done:  # a lane is free: lead this call and the oldest queued ones
+                self._queue.remove(ticket)
+                batch = [ticket, *self._queue[: self.max_batch - 1]]
+                del self._queue[: self.max_batch - 1]
+                for taken in batch:
+                    taken.taken = True
+                self._leading += 1
+        if not ticket.done:
+            self._lead(batch)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.outcome  # type: ignore[return-value]  # set with done, error unset
+
+    def _lead(self, batch: list[_Ticket[Item, Outcome]]) -> None:
+        outcomes: Sequence[Outcome] = ()
+        failure: BaseException | None = None
+        try:
+            outcomes = self._run_batch([ticket.item for ticket in batch])
+        except BaseException as error:  # settled below for every caller of the batch, then re-raised
+            failure = error
+        with self._changed:
+            for position, ticket in enumerate(batch):
+                if failure is None:
+                    ticket.outcome = outcomes[position]
+                elif len(batch) == 1 or not isinstance(failure, Exception):
+                    ticket.error = failure  # its own error, or an interruption every caller must see
+                else:
+                    ticket.error = BatchFailedError(f"a batch of {len(batch)} failed: {failure}")
+                ticket.done = True
+            self._leading -= 1
+            self._batches += 1
+            self._items += len(batch)
+            self._changed.notify_all()
+
+
+def _prepared(episodes: Sequence[tuple[SQLRefineEnv, Example]]) -> list[None]:
+    prepare_golds(episodes)
+    return [None] * len(episodes)
+
+
+class Coalescer:
+    """The group commits of one execution pool: turns (``step``) and new episodes' golds (``reset``),
+    each with as many lanes as the pool has workers."""
+
+    def __init__(self, lanes: int, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        self.turns: GroupCommit[tuple[SQLRefineEnv, PlannedTurn], ExecResult | None] = GroupCommit(
+            run_turns, lanes=lanes, max_batch=max_batch
+        )
+        self.golds: GroupCommit[tuple[SQLRefineEnv, Example], None] = GroupCommit(
+            _prepared, lanes=lanes, max_batch=max_batch
+        )
+
+    def step(self, env: SQLRefineEnv, response: str) -> StepResult:
+        """``env.step(response)``, its SQL run in a batch with the turns of other episodes stepped
+        meanwhile; the same result as the lone step. A turn that runs nothing does not queue."""
+        turn = env.plan(response)  # this episode's own errors (over, not reset) raise here
+        if turn.sql is None:
+            return env.take(turn)
+        try:
+            result = self.turns.submit((env, turn))
+        except BatchFailedError:
+            result = None  # take runs the turn's SQL alone
+        return env.take(turn, result)
+
+    def reset(self, env: SQLRefineEnv, example: Example) -> list[Message]:
+        """``env.reset(example)``, the gold prepared in a batch with the other episodes reset meanwhile
+        (a gold that fails raises :class:`~progress_sql.errors.GoldQueryError` here, as alone)."""
+        with contextlib.suppress(BatchFailedError):  # then the reset prepares its own gold
+            self.golds.submit((env, example))
+        return env.reset(example)
+
+
+_coalescers: weakref.WeakKeyDictionary[ExecutionPool, Coalescer] = weakref.WeakKeyDictionary()
+_coalescers_lock = threading.Lock()
+
+
+def coalescer_of(pool: ExecutionPool) -> Coalescer:
+    """The process's coalescer of ``pool`` (made on first use, dropped with the pool)."""
+    with _coalescers_lock:
+        coalescer = _coalescers.get(pool)
+        if coalescer is None:
+            coalescer = _coalescers[pool] = Coalescer(lanes=pool.size)
+        return coalescer
+
+
+def step_coalesced(env: SQLRefineEnv, response: str) -> StepResult:
+    """``env.step(response)`` through the coalescer of the environment's pool."""
+    return coalescer_of(env.store.pool).step(env, response)
+
+
+def reset_coalesced(env: SQLRefineEnv, example: Example) -> list[Message]:
+    """``env.reset(example)`` through the coalescer of the environment's pool."""
+    return coalescer_of(env.store.pool).reset(env, example)

@@ -1,0 +1,218 @@
+"""The coalescer of concurrent steps (env/coalesce.py): turns of different episodes stepped from many
+threads at once reach the workers in shared batches, each turn ends as it would alone, one episode's
+error reaches its own caller only, and a lone call leads its own batch without waiting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from progress_sql.env import EnvConfig, SQLRefineEnv, StepResult
+from progress_sql.env.coalesce import Coalescer, CoalescerCounts, GroupCommit
+from progress_sql.env.core import make_store
+from progress_sql.errors import GoldQueryError
+from progress_sql.execution.jobs import ExecJob
+from progress_sql.execution.pool import ExecutionPool, OnResult, OnStart
+from progress_sql.judge.gold import GoldStore
+from progress_sql.types import Example, ExecResult
+from tests.env.conftest import GOLD
+from tests.env.test_probe_protocol import WRONG
+from tests.env.test_step_many import SCRIPTS, _play_alone, answer
+
+
+class GatedPool(ExecutionPool):
+    """The real one-worker pool, counting the batches it is handed; once :meth:`hold` is called, the
+    next batch waits until ``until()`` is true, so the calls made meanwhile are known to overlap it."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=1)
+        self.batches: list[int] = []
+        self.entered = threading.Event()  # the held batch has reached the pool
+        self._until: Callable[[], bool] | None = None
+
+    def hold(self, until: Callable[[], bool]) -> None:
+        self.batches.clear()
+        self._until = until
+
+    def run_many(
+        self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
+    ) -> list[ExecResult]:
+        until, self._until = self._until, None
+        if until is not None:
+            self.entered.set()
+            deadline = time.monotonic() + 60
+            while not until():
+                assert time.monotonic() < deadline, "the other calls never queued"
+                time.sleep(0.001)
+        self.batches.append(len(jobs))
+        return super().run_many(jobs, on_start=on_start, on_result=on_result)
+
+
+def _play_threads(coalescer: Coalescer, envs: list[SQLRefineEnv], scripts: list[list[str]]) -> list[list[Any]]:
+    """Each episode played on its own thread, every turn through ``coalescer``."""
+
+    def play(env: SQLRefineEnv, script: list[str]) -> list[StepResult]:
+        steps = []
+        for response in script:
+            steps.append(coalescer.step(env, response))
+            if steps[-1].terminated or steps[-1].truncated:
+                break
+        return steps
+
+    with ThreadPoolExecutor(len(envs)) as threads:
+        return list(threads.map(play, envs, scripts))
+
+
+@pytest.mark.parametrize("protocol", list(SCRIPTS))
+def test_episodes_stepped_from_many_threads_end_as_each_alone(protocol: str, music: Example) -> None:
+    config = EnvConfig(max_turns=3, protocol=protocol, feedback="execution" if protocol == "probe" else "tags")
+    scripts = SCRIPTS[protocol] * 3  # more threads than lanes: calls overlap and share batches
+    with ExecutionPool(workers=1) as pool:
+        store = make_store(config, pool=pool)
+        alone = _play_alone(config, store, music, scripts)
+        coalescer = Coalescer(lanes=pool.size)
+        envs = [SQLRefineEnv(config, store=store) for _ in scripts]
+        for env in envs:
+            coalescer.reset(env, music)
+        together = _play_threads(coalescer, envs, scripts)
+    assert together == alone
+
+
+def _distinct_answers(count: int) -> list[str]:
+    return [answer(f"SELECT name FROM singer WHERE age > {age}") for age in range(count)]
+
+
+def test_calls_that_overlap_a_batch_in_flight_share_the_next_one(music: Example) -> None:
+    config = EnvConfig(max_turns=2)
+    coalescer = Coalescer(lanes=1)
+    callers = 6
+    # the first call's batch is held until the five others have queued behind it
+    with GatedPool() as pool:
+        store = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(callers)]
+        for env in envs:
+            env.reset(music)
+        pool.hold(until=lambda: coalescer.turns.queued() == callers - 1)
+        responses = _distinct_answers(callers)
+        first = threading.Thread(target=coalescer.step, args=(envs[0], responses[0]))
+        first.start()
+        assert pool.entered.wait(60)  # the first call leads; its batch is held in the pool
+        with ThreadPoolExecutor(callers - 1) as threads:
+            steps = list(threads.map(coalescer.step, envs[1:], responses[1:]))
+        first.join()
+        assert pool.batches == [1, callers - 1]  # six calls, two round trips to the workers
+        counts = coalescer.turns.counts()
+        assert (counts.batches, counts.items) == (2, callers)
+        alone = _play_alone(config, store, music, [[r] for r in responses[1:]])
+    assert [[step] for step in steps] == alone
+
+
+def test_an_error_of_one_episode_reaches_its_caller_only(music: Example) -> None:
+    """A batch that fails as a whole (here one episode's store has a closed pool) is played again turn by
+    turn: the broken episode's caller gets its own error, the others their results."""
+    config = EnvConfig(max_turns=2)
+    coalescer = Coalescer(lanes=1)
+    closed = ExecutionPool(workers=1)
+    broken = SQLRefineEnv(config, store=make_store(config, pool=closed))
+    broken.reset(music)
+    closed.close()
+    with GatedPool() as pool:
+        store = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(3)]
+        over = SQLRefineEnv(config, store=store)
+        for env in [*envs, over]:
+            env.reset(music)
+        over.step(answer(GOLD))  # a match: the episode is over
+        pool.hold(until=lambda: coalescer.turns.queued() == 3)
+        leader = threading.Thread(target=coalescer.step, args=(envs[0], answer(WRONG)))
+        leader.start()
+        assert pool.entered.wait(60)
+        with ThreadPoolExecutor(4) as threads:
+            ok = [threads.submit(coalescer.step, env, answer(GOLD)) for env in envs[1:]]
+            while coalescer.turns.queued() < 2:
+                time.sleep(0.001)  # the broken episode queues last: its store runs after theirs
+            failing = threads.submit(coalescer.step, broken, answer(GOLD))
+            finished = threads.submit(coalescer.step, over, answer(GOLD))
+            with pytest.raises(RuntimeError, match="ExecutionPool is closed"):
+                failing.result()
+            with pytest.raises(RuntimeError, match="the episode is over"):
+                finished.result()  # raised in its caller's thread before it queued
+            assert [future.result().info.match for future in ok] == [True, True]
+        leader.join()
+    # the held batch; the batch of three (the two good turns' one query ran, the closed pool failed);
+    # then the two good turns alone
+    assert pool.batches == [1, 1, 1, 1]
+    counts = coalescer.turns.counts()
+    assert (counts.batches, counts.items) == (2, 4)
+
+
+def test_a_lone_call_leads_its_own_batch_without_waiting(music: Example) -> None:
+    config = EnvConfig(max_turns=2)
+    coalescer = Coalescer(lanes=1)
+    with GatedPool() as pool:
+        env = SQLRefineEnv(config, store=make_store(config, pool=pool))
+        coalescer.reset(env, music)
+        pool.batches.clear()
+        step = coalescer.step(env, answer(WRONG))
+        assert pool.batches == [1]
+        assert coalescer.turns.counts() == CoalescerCounts(batches=1, items=1, waits=0)
+        coalescer.step(env, "no sql here")  # a turn that runs nothing does not queue at all
+        assert coalescer.turns.counts() == CoalescerCounts(batches=1, items=1, waits=0)
+    assert not step.info.match
+    assert step.info.exec_status == "ok"
+
+
+def test_resets_prepare_their_golds_together_and_a_failing_gold_stays_its_own(music: Example) -> None:
+    config = EnvConfig(max_turns=2)
+    coalescer = Coalescer(lanes=1)
+    bad = Example(1, music.question, music.db_id, music.db_path, "SELECT nme FROM singer")
+    with ExecutionPool(workers=1) as pool:
+        store: GoldStore = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(6)]
+        examples = [music, bad] * 3
+        with ThreadPoolExecutor(len(envs)) as threads:
+            futures = [threads.submit(coalescer.reset, *pair) for pair in zip(envs, examples, strict=True)]
+            for future, example in zip(futures, examples, strict=True):
+                if example is bad:
+                    with pytest.raises(GoldQueryError):
+                        future.result()
+                else:
+                    assert future.result()  # the opening messages
+    assert coalescer.golds.counts().items == len(envs)
+
+
+def test_a_group_commit_is_bounded_and_hands_an_interruption_to_every_caller() -> None:
+    held = threading.Event()
+    release = threading.Event()
+    batches: list[list[int]] = []
+
+    def run(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        if len(batches) == 1:
+            held.set()
+            release.wait(60)
+        return [item * 10 for item in items]
+
+    commit: GroupCommit[int, int] = GroupCommit(run, lanes=1, max_batch=3)
+    with ThreadPoolExecutor(8) as threads:
+        first = threads.submit(commit.submit, 0)
+        held.wait(60)
+        rest = [threads.submit(commit.submit, item) for item in range(1, 8)]
+        while commit.queued() < 7:
+            time.sleep(0.001)
+        release.set()
+        assert [first.result(), *(f.result() for f in rest)] == [item * 10 for item in range(8)]
+    assert [len(batch) for batch in batches] == [1, 3, 3, 1]
+
+    def interrupted(items: Sequence[int]) -> list[int]:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        GroupCommit(interrupted, lanes=1, max_batch=3).submit(1)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        GroupCommit(run, lanes=0, max_batch=3)
