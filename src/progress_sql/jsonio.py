@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,10 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def dumps_line(value: Any) -> str:
+def dumps_line(value: Any, default: Callable[[Any], Any] | None = None) -> str:
     """``value`` as one JSON Lines record: UTF-8 text kept readable, every character that could end a
-    line for some reader or fail to encode as UTF-8 escaped."""
-    return _UNSAFE.sub(_escape, json.dumps(value, ensure_ascii=False))
+    line for some reader or fail to encode as UTF-8 escaped; ``default``: ``json.dumps``'s."""
+    return _UNSAFE.sub(_escape, json.dumps(value, ensure_ascii=False, default=default))
 
 
 def dumps(value: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from progress_sql import jsonio
 from progress_sql.errors import ConfigError, DatasetError
-from progress_sql.types import plain
+from progress_sql.types import plain_level
 
 SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "samples.jsonl"
@@ -30,6 +30,10 @@ INTERRUPTED_FILE = "interrupted.json"
 ROLLOUTS_FILE = "rollouts.jsonl"
 #: The three files of every run folder (written records, report, then the summary).
 RUN_FILES: tuple[str, str, str] = (SUMMARY_FILE, RECORDS_FILE, REPORT_FILE)
+#: The run kinds ``progress-sql inspect`` and the page read (the ``command`` of their ``summary.json``);
+#: here, not beside the checks that use them, so that reading a run folder imports no parser.
+RunKind = Literal["rollout", "eval", "eval-turns", "train"]
+RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
 
 
 def package_versions() -> dict[str, str]:
@@ -142,7 +146,7 @@ def writing_results(path: Path) -> Iterator[None]:
 def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
     """One JSON line per record (UTF-8; as :func:`progress_sql.types.plain` gives it, any string:
     :func:`progress_sql.jsonio.dumps_line`) atomically; returns ``path``."""
-    return jsonio.write_atomic(path, (jsonio.dumps_line(plain(record)) + "\n" for record in records))
+    return jsonio.write_atomic(path, (jsonio.dumps_line(record, plain_level) + "\n" for record in records))
 
 
 @dataclass(frozen=True, slots=True)

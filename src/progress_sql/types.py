@@ -297,6 +297,19 @@ def plain(value: Any, digits: int | None = None) -> Any:
     return value
 
 
+def plain_level(value: Any) -> Any:
+    """One level of :func:`plain`, as ``json.dumps``'s ``default``: JSON's encoder walks the lists,
+    tuples, dicts and leaves itself (in C) and asks for a record (by its fields, a reward breakdown
+    by its ``to_dict``) or another mapping; the text is :func:`plain`'s, in a fraction of the time."""
+    if isinstance(value, RewardBreakdown):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {name: getattr(value, name) for name in _field_names(type(value))}
+    if isinstance(value, Mapping):
+        return dict(value.items())
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 @functools.cache
 def _field_names(record: type) -> tuple[str, ...]:
     return tuple(field.name for field in dataclasses.fields(record))

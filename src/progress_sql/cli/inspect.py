@@ -10,10 +10,8 @@ from pathlib import Path
 import typer
 
 from progress_sql.cli import _common as common
-from progress_sql.evaluation.suspicious import (
-    RUN_KINDS,
-)
 from progress_sql.progress import phases, progress_bar
+from progress_sql.runfolder import RUN_KINDS
 from progress_sql.runs.inspect import InspectRequest, run_inspect
 
 _SOURCE_HELP = f"A run folder of progress-sql {', '.join(RUN_KINDS)} (--out), or a rollout's samples.jsonl."

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 from sqlglot import exp
 
 from progress_sql.judge.gold import GoldStore
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.rewards.registry import RewardContext, get_reward
+from progress_sql.runfolder import RunKind
 from progress_sql.sql.parse import ParseFailure, parse_sql
 from progress_sql.types import NOT_ANSWERS, Example, ExecResult, Trajectory, Turn
 
@@ -171,9 +172,6 @@ CHECKS: dict[str, Check] = {
 }
 
 
-#: The run kinds ``progress-sql inspect`` reads (the ``command`` of their ``summary.json``).
-RunKind = Literal["rollout", "eval", "eval-turns", "train"]
-RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
 NOT_CHECKABLE = "not checkable for this run kind"
 
 #: Checks that need data a run kind does not record, and why (reported as not checkable, never as 0).

@@ -70,12 +70,23 @@ def _key(engine: str, db_digest: str, sql: str, preset_json: str, limits: ExecLi
             "engine": engine,
             "db": db_digest,
             "sql": normalize_sql(sql),
-            "preset": json.loads(preset_json),
-            "limits": asdict(limits),
+            "preset": _decoded(preset_json),
+            "limits": _fields_of(limits),
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# A batch's keys share one preset and one set of limits: decoded once, not once per gold (read only).
+@lru_cache(maxsize=64)
+def _decoded(preset_json: str) -> Any:
+    return json.loads(preset_json)
+
+
+@lru_cache(maxsize=64)
+def _fields_of(limits: ExecLimits) -> dict[str, Any]:
+    return asdict(limits)
 
 
 class GoldCache:

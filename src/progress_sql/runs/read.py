@@ -16,9 +16,7 @@ from progress_sql import jsonio
 from progress_sql.data.tasks import resolve_task
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.run import EvalSummary
-from progress_sql.evaluation.suspicious import RUN_KINDS, RunKind
-from progress_sql.export.formats import example_from_fields
-from progress_sql.runfolder import ROLLOUTS_FILE, RUN_FILES, SUMMARY_FILE, RunFolder
+from progress_sql.runfolder import ROLLOUTS_FILE, RUN_FILES, RUN_KINDS, SUMMARY_FILE, RunFolder, RunKind
 from progress_sql.types import Example
 
 
@@ -174,6 +172,8 @@ def read_train(folder: Path, records: list[dict[str, Any]], run: Mapping[str, An
                 data_dir: Path | None) -> LoadedRun:  # fmt: skip
     """``progress-sql train --out``: the RL phases' episode logs (``rl/rollouts.jsonl``, and
     ``rl-<reward>/`` of a compared reward); each episode carries its example."""
+    from progress_sql.export.formats import example_from_fields  # the environment's records: not for the page
+
     settings = run.get("settings", {})
     logs = sorted(folder.glob(f"rl*/{ROLLOUTS_FILE.removesuffix('.jsonl')}*.jsonl"))
     if not logs:
