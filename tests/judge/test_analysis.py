@@ -161,13 +161,15 @@ if __name__ == "__main__":
         records = evaluate(examples, [[Sample(a)] for a in answers] + [[Sample(golds[1])]], store)
     assert [r.status for r in records][-1] == "skipped" and records[-1].hardness == "easy", records[-1]
     assert any(r.tags for r in records) and all(r.f_struct is not None for r in records[:3]), records
+    from progress_sql.view import write_run_page  # the page eval writes last reads the folder, parses nothing
     print("sqlglot" in sys.modules)
 """
 
 
 def test_the_eval_parent_never_imports_the_parser(lenses_db: Path, tmp_path: Path) -> None:
-    """eval's process leaves parsing to the analysis processes: importing the command and evaluating
-    single answers (diagnosed there, with a skipped example's hardness) loads no sqlglot."""
+    """eval's process leaves parsing to the analysis processes: importing the command, evaluating
+    single answers (diagnosed there, with a skipped example's hardness) and the page's writer load no
+    sqlglot."""
     script = tmp_path / "parent.py"
     answers = list(ANSWERS[: len(GOLDS)])
     script.write_text(
