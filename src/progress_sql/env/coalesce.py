@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -50,8 +51,8 @@ Outcome = TypeVar("Outcome")
 
 
 class BatchFailedError(Exception):
-    """The batch a call rode in failed as a whole (another episode's database, a worker that did not
-    start): the caller does its own work alone, which gives it its own outcome."""
+    """The batch a call rode in failed as a whole (a closed pool, a worker that did not start): the
+    caller does its own work alone, which gives it its own outcome."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,83 +66,91 @@ class CoalescerCounts:
 
 
 class _Ticket(Generic[Item, Outcome]):
-    """One call's place in the queue: its item, whether a leader took it, and what came back."""
+    """One call's place in the queue: its item, what came back, and the event its caller waits on
+    (set once: when its batch is settled, or when a finishing leader hands it a lane)."""
 
-    __slots__ = ("done", "error", "item", "outcome", "taken")
+    __slots__ = ("done", "error", "item", "outcome", "woken")
 
     def __init__(self, item: Item) -> None:
         self.item = item
-        self.taken = False
         self.done = False
         self.outcome: Outcome | None = None
         self.error: BaseException | None = None
+        self.woken = threading.Event()
 
 
 class GroupCommit(Generic[Item, Outcome]):
     """Leader/follower batching of ``run_batch`` (items -> outcomes, in order) over ``lanes`` batches
-    in flight at most. Thread-safe; callers on threads of an asyncio loop's executor work alike."""
+    in flight at most. Thread-safe; callers on threads of an asyncio loop's executor work alike. Each
+    waiting caller is woken once, by its own event: a finishing leader settles its batch's callers
+    and hands its lane to the oldest queued one, who leads the next batch."""
 
     def __init__(self, run_batch: Callable[[Sequence[Item]], Sequence[Outcome]], *, lanes: int, max_batch: int) -> None:
         if lanes < 1 or max_batch < 1:
             raise ValueError(f"lanes and max_batch must be >= 1, got {lanes} and {max_batch}")
         self._run_batch = run_batch
         self.lanes, self.max_batch = lanes, max_batch
-        self._changed = threading.Condition()
-        self._queue: list[_Ticket[Item, Outcome]] = []
+        self._lock = threading.Lock()
+        self._queue: deque[_Ticket[Item, Outcome]] = deque()
         self._leading = 0
         self._batches = self._items = self._waits = 0
 
     def counts(self) -> CoalescerCounts:
-        with self._changed:
+        with self._lock:
             return CoalescerCounts(self._batches, self._items, self._waits)
 
     def queued(self) -> int:
         """Calls waiting for a lane now (not yet in a batch)."""
-        with self._changed:
+        with self._lock:
             return len(self._queue)
 
     def submit(self, item: Item) -> Outcome:
         """``item``'s outcome from the batch it was played in. Raises the batch's error when the batch
         held this item alone, :class:`BatchFailedError` when it held others too."""
         ticket: _Ticket[Item, Outcome] = _Ticket(item)
-        with self._changed:
-            self._queue.append(ticket)
-            while not ticket.done and (ticket.taken or self._leading >= self.lanes):
-                self._waits += 1
-                self._changed.wait()
-            if not ticket.done:  # a lane is free: lead this call and the oldest queued ones
-                self._queue.remove(ticket)
-                batch = [ticket, *self._queue[: self.max_batch - 1]]
-                del self._queue[: self.max_batch - 1]
-                for taken in batch:
-                    taken.taken = True
+        with self._lock:
+            leads = self._leading < self.lanes
+            if leads:
                 self._leading += 1
+            else:
+                self._queue.append(ticket)
+                self._waits += 1
+        if not leads:
+            ticket.woken.wait()  # settled in another's batch, or handed a lane
         if not ticket.done:
-            self._lead(batch)
+            self._lead(ticket)
         if ticket.error is not None:
             raise ticket.error
         return ticket.outcome  # type: ignore[return-value]  # set with done, error unset
 
-    def _lead(self, batch: list[_Ticket[Item, Outcome]]) -> None:
+    def _lead(self, ticket: _Ticket[Item, Outcome]) -> None:
+        """Play ``ticket`` and the oldest queued calls as one batch, settle them, pass the lane on."""
+        with self._lock:
+            batch = [ticket, *(self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch - 1)))]
         outcomes: Sequence[Outcome] = ()
         failure: BaseException | None = None
         try:
-            outcomes = self._run_batch([ticket.item for ticket in batch])
+            outcomes = self._run_batch([taken.item for taken in batch])
         except BaseException as error:  # settled below for every caller of the batch, then re-raised
             failure = error
-        with self._changed:
-            for position, ticket in enumerate(batch):
-                if failure is None:
-                    ticket.outcome = outcomes[position]
-                elif len(batch) == 1 or not isinstance(failure, Exception):
-                    ticket.error = failure  # its own error, or an interruption every caller must see
-                else:
-                    ticket.error = BatchFailedError(f"a batch of {len(batch)} failed: {failure}")
-                ticket.done = True
-            self._leading -= 1
+        for position, taken in enumerate(batch):
+            if failure is None:
+                taken.outcome = outcomes[position]
+            elif len(batch) == 1 or not isinstance(failure, Exception):
+                taken.error = failure  # its own error, or an interruption every caller must see
+            else:
+                taken.error = BatchFailedError(f"a batch of {len(batch)} failed: {failure}")
+            taken.done = True
+        with self._lock:
             self._batches += 1
             self._items += len(batch)
-            self._changed.notify_all()
+            successor = self._queue.popleft() if self._queue else None
+            if successor is None:
+                self._leading -= 1
+        for taken in batch[1:]:
+            taken.woken.set()
+        if successor is not None:
+            successor.woken.set()  # the lane stays taken: the successor leads the next batch
 
 
 def _prepared(episodes: Sequence[tuple[SQLRefineEnv, Example]]) -> list[None]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from progress_sql.env.coalesce import reset_coalesced, step_coalesced
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import env_config_from_profile
@@ -109,10 +110,15 @@ class HostedStep:
 class HostedEpisode:
     """One refinement episode of one exported row (the row's suite, backend database and ``<ask>``
     offer apply, :func:`~progress_sql.export.formats.row_env_config`). Not thread-safe: one per
-    concurrent episode; they share the process's pool and gold store."""
+    concurrent episode; they share the process's pool and gold store. Episodes started and stepped
+    on many threads at once share batches to the workers (``coalesce``, env/coalesce.py); without
+    it each reset and step makes its own round trip."""
 
-    def __init__(self, settings: HostSettings, example: Example, row: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, settings: HostSettings, example: Example, row: Mapping[str, Any] | None = None, *, coalesce: bool = True
+    ) -> None:
         self.settings = settings
+        self.coalesce = coalesce
         self.config = row_env_config(settings.config, row or {})
         self.example = example
         self.env = hosted_env(settings, self.config)
@@ -143,6 +149,8 @@ class HostedEpisode:
         if self.database_error:
             return []
         try:
+            if self.coalesce:
+                return reset_coalesced(self.env, self.example)
             return self.env.reset(self.example)
         except GoldQueryError as error:  # one bad row must not end a long training run
             self.gold_error = str(error)
@@ -161,7 +169,7 @@ class HostedEpisode:
         if self.unscored:
             stop = "gold_invalid" if self.gold_error else "database_error"
             return HostedStep(None, 0.0, True, {**self.marks(), "stop": stop})
-        result = self.env.step(action)
+        result = step_coalesced(self.env, action) if self.coalesce else self.env.step(action)
         self._last = result.info
         self.asks += result.info.action == "ask"
         done = result.terminated or result.truncated
