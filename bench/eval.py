@@ -31,7 +31,11 @@ programs (our ``src/``, the ``--baseline-src`` tree, the official evaluator's fi
 once before the timed runs and ``PYTHONDONTWRITEBYTECODE`` is removed from their environment (set
 here, it would make each run compile every module of the package from source again).
 
-    .venv/bin/python bench/eval.py --official-source PATH [--models 1 2 3 4 5] [--repeat 5]
+On a machine with other work (a training run on every core) ``--realtime P`` runs the timed processes
+under ``SCHED_FIFO``: they then have the cores as on a quiet machine, both programs alike, and the
+other work waits for each run to end.
+
+    .venv/bin/python bench/eval.py --official-source PATH [--models 1 2 3 4 5] [--repeat 5] [--realtime 10]
 """
 
 from __future__ import annotations
@@ -85,6 +89,16 @@ def become_subreaper() -> bool:
         return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # 36: PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
+
+
+def take_realtime(priority: int) -> bool:
+    """Put this process (and so every command it starts) under ``SCHED_FIFO`` at ``priority``; False
+    where the system refuses it."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def _reap_descendants() -> None:
@@ -263,8 +277,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="time `eval --no-view` (and the baseline likewise): without the run explorer page, an output "
         "the official evaluator has no counterpart of",
     )
+    parser.add_argument(
+        "--realtime",
+        type=int,
+        metavar="PRIORITY",
+        help="run this script and every timed command under SCHED_FIFO at this priority (1-99; root): on a "
+        "machine with other work, the timed processes take the cores as on a quiet one (the other work waits "
+        "meanwhile; the kernel's RT throttling leaves it 5%%)",
+    )
     add_output_options(parser)
     args = parser.parse_args(argv)
+    if args.realtime is not None and not take_realtime(args.realtime):
+        print(f"error: --realtime {args.realtime}: SCHED_FIFO refused (needs root or CAP_SYS_NICE)", file=sys.stderr)
+        return 1
     subreaper = become_subreaper()
     spider = args.data_dir / "spider"
     folder = args.data_dir / "predictions" / "spider-dev"
@@ -373,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     table_lines += ["", *cpu_lines]
     print("\n".join(table_lines))
     load = os.getloadavg()
-    print(f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
+    print(f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
+          + ("" if args.realtime is None else f" (runs under SCHED_FIFO priority {args.realtime})"))  # fmt: skip
 
     if not args.no_doc:
         invocation = command_line("bench/eval.py", argv)
@@ -398,7 +424,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             *provenance(invocation, info),
             "",
-            f"Load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}",
+            f"Load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
+            + (
+                ""
+                if args.realtime is None
+                else f"; every run under SCHED_FIFO priority {args.realtime} (--realtime): other work on the "
+                "machine waited while it ran"
+            ),
             "",
             *table_lines,
             "",
