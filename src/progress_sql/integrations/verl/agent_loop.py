@@ -18,6 +18,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.experimental.agent_loop.tool_agent_loop import SPEC_DECODE_EXTRA_KEYS
 from verl.utils.profiler import simple_timer
 
+from progress_sql.env.coalesce import reset_coalesced, step_coalesced
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord
 from progress_sql.env.settings import ENV_FIELDS
@@ -136,7 +137,8 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
         database_error: str | None = None
         with simple_timer("tool_calls", metrics):
             try:
-                await self._off_loop(env.reset, example)  # runs the gold query once per (db, SQL)
+                # runs the gold query once per (db, SQL), in one batch with the loops that reset meanwhile
+                await self._off_loop(reset_coalesced, env, example)
             except GoldQueryError as error:  # one bad row must not end a long training run
                 gold_error = str(error)
             except DatasetError as error:  # nor one node without the row's database
@@ -180,7 +182,8 @@ class ProgressSQLAgentLoop(AgentLoopBase):  # type: ignore[misc]  # verl is not 
                 stop = "database_error"
                 break
             with simple_timer("tool_calls", metrics):
-                step = await self._off_loop(env.step, text)
+                # in one batch with the turns of the other loops of this worker stepped meanwhile
+                step = await self._off_loop(step_coalesced, env, text)
             records.append(step.info)
             if step.terminated or step.truncated:
                 stop = "match" if step.terminated else "max_turns"

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, Literal, get_args
 
+from progress_sql.env.coalesce import reset_coalesced, step_coalesced
 from progress_sql.env.core import EnvConfig, SQLRefineEnv, shared_store
 from progress_sql.env.records import TurnRecord, trajectory_of
 from progress_sql.env.settings import env_config_from_profile
@@ -104,8 +105,10 @@ def _single_turn(
     config = replace(env_config_from_profile(profile), max_turns=1, reward=reward, progressive=weights,
                      schema_profile="none")  # fmt: skip
     env = _fallback_env(row_env_config(config, extra_info))  # a row exported with --suite judges on its suite
-    env.reset(example)  # the prompt is not needed: schema_profile none renders no schema
-    return [env.step(solution_str).info]
+    # verl 0.9.1's reward loop calls compute_score per sample on executor threads (reward_loop/reward_manager/
+    # naive.py run_single): the samples scored at once share batches to the worker (env/coalesce.py)
+    reset_coalesced(env, example)  # the prompt is not needed: schema_profile none renders no schema
+    return [step_coalesced(env, solution_str).info]
 
 
 def _reward(records: Sequence[TurnRecord], spec: RewardSpec, context: RewardContext) -> RewardBreakdown:
