@@ -12,12 +12,17 @@ first-turn matches, late matches and misses.
 Every repeat is a fresh step: a new gold store and cache (new prompts: their golds run and are
 prepared within the step), fresh environments, the turns stepped as a batch (``step_many``: every
 active episode's SQL in one batch per turn) or, as the request-driven adapters do, one episode at a
-time (``--alone``). Measured per step: wall seconds; the parent's CPU seconds (reading, judging, ODT,
-reward, feedback); the workers' CPU seconds (``/proc/<pid>/stat``, user + system) and the queries they
-ran, hence the worker CPU per query; trajectories per second. CPU times hold on a busy machine where
-wall times do not: the projection uses them.
+time (``--alone``). ``--hosted-threads N`` adds the request-driven adapters' way: every trajectory a
+``HostedEpisode`` played on a pool of N threads (SkyRL steps its environments on ``max_env_workers``
+threads, 32 by default), each turn one call, once with each call its own round trip and once through
+the coalescer of concurrent steps (env/coalesce.py), the two interleaved repeat by repeat; its table
+adds the pool's batches per turn played (round trips to the workers). Measured per step: wall
+seconds; the parent's CPU seconds (reading, judging, ODT, reward, feedback); the workers' CPU seconds
+(``/proc/<pid>/stat``, user + system) and the queries they ran, hence the worker CPU per query;
+trajectories per second. CPU times hold on a busy machine where wall times do not: the projection uses them.
 
     .venv/bin/python bench/rl_step.py [--prompts 64] [--group 8] [--turns 4] [--repeat 3] [--alone]
+        [--hosted-threads 32]
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import os
 import random
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +46,7 @@ from progress_sql.env import EnvConfig, SQLRefineEnv, StepResult, prepare_golds,
 from progress_sql.env.core import make_store
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool, OnResult, OnStart
+from progress_sql.integrations.hosted import HostedEpisode, HostSettings
 from progress_sql.judge.cache import GoldCache
 from progress_sql.types import Example, ExecResult
 
@@ -47,16 +55,20 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class CountingPool(ExecutionPool):
-    """The real pool, counting the jobs it runs."""
+    """The real pool, counting the jobs it runs and the batches it is handed (called from many threads)."""
 
     def __init__(self, workers: int) -> None:
         super().__init__(workers=workers)
         self.jobs = 0
+        self.batches = 0
+        self._count = threading.Lock()
 
     def run_many(
         self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
     ) -> list[ExecResult]:
-        self.jobs += len(jobs)
+        with self._count:
+            self.jobs += len(jobs)
+            self.batches += 1
         return super().run_many(jobs, on_start=on_start, on_result=on_result)
 
 
@@ -97,6 +109,7 @@ class StepFigures:
     turns: int
     trajectories: int
     matched: int
+    batches: int = 0
 
 
 def one_step(
@@ -136,6 +149,68 @@ def one_step(
     return StepFigures(wall, cpu, worker_cpu, queries, played, len(envs), matched)
 
 
+def hosted_step(
+    examples: Sequence[Example],
+    responses: list[list[str]],
+    group: int,
+    turns: int,
+    workers: int,
+    threads: int,
+    *,
+    coalesce: bool,
+) -> StepFigures:
+    """One step as a request-driven adapter plays it: each trajectory a :class:`HostedEpisode` (reset, then
+    one call per turn) on a pool of ``threads`` threads; with ``coalesce`` the calls that overlap share
+    batches to the workers, without it each call is its own round trip."""
+    config = EnvConfig(max_turns=turns, timeout_s=5.0)
+    settings = HostSettings(config, step_rewards=False, execution_workers=workers)
+    with CountingPool(workers) as pool:
+        pool.run_many([ExecJob(examples[0].db_path, "SELECT 1")] * workers)  # workers started before the clock
+        pool.jobs = pool.batches = 0
+        pids = [pid for pid in pool.worker_pids() if pid is not None]
+        worker_before = sum(cpu_seconds(pid) for pid in pids)
+        wall, cpu = time.perf_counter(), time.process_time()
+        store = make_store(config, pool=pool, cache=GoldCache())
+
+        def play(position: int) -> tuple[int, bool]:
+            episode = HostedEpisode(settings, examples[position // group], coalesce=coalesce)
+            episode.env = SQLRefineEnv(episode.config, store=store)  # the counting pool, not the process's own
+            episode.start()
+            for played, response in enumerate(responses[position], start=1):
+                step = episode.step(response)
+                if step.done:
+                    return played, bool(step.metadata.get("match"))
+            return len(responses[position]), False
+
+        with ThreadPoolExecutor(threads) as executor:
+            outcomes = list(executor.map(play, range(len(responses))))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        worker_cpu = sum(cpu_seconds(pid) for pid in pids) - worker_before
+    played = sum(turns_played for turns_played, _ in outcomes)
+    matched = sum(match for _, match in outcomes)
+    return StepFigures(wall, cpu, worker_cpu, pool.jobs, played, len(responses), matched, pool.batches)
+
+
+def hosted_table(rows: Sequence[tuple[str, int, list[StepFigures]]], threads: int) -> list[str]:
+    """The hosted modes' medians: per turn played, the pool's batches (round trips to the workers)."""
+    table = [
+        "| stepping | workers | threads | trajectories | turns | queries | matched | pool batches | batches/turn "
+        "| wall s | trajectories/s | parent CPU ms/turn |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, workers, figures in rows:
+        first = figures[0]
+        wall = statistics.median(f.wall_s for f in figures)
+        batches = statistics.median(f.batches for f in figures)
+        parent = statistics.median(f.parent_cpu_s for f in figures)
+        table.append(
+            f"| {label} | {workers} | {threads} | {first.trajectories} | {first.turns} | {first.queries} "
+            f"| {first.matched} | {batches:.0f} | {batches / max(first.turns, 1):.3f} | {wall:.2f} "
+            f"| {first.trajectories / wall:.0f} | {1000 * parent / max(first.turns, 1):.3f} |"
+        )
+    return table
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=64)
@@ -144,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--alone", action="store_true", help="also step each episode alone (one round trip per turn)")
+    parser.add_argument("--hosted-threads", type=int, default=0, metavar="N",
+                        help="also play every trajectory as a HostedEpisode on N threads, each call alone and "
+                        "coalesced, interleaved")  # fmt: skip
     add_output_options(parser)
     args = parser.parse_args(argv)
     info = machine()
@@ -161,6 +239,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for _ in range(args.repeat)
                 ]
                 rows.append((label, workers, figures))
+                print(label, workers, figures)
+        hosted: list[tuple[str, int, list[StepFigures]]] = []
+        for workers in args.workers if args.hosted_threads else []:
+            alone_figures: list[StepFigures] = []
+            coalesced_figures: list[StepFigures] = []
+            for _ in range(args.repeat):  # interleaved: A B A B, so the machine's load falls on both alike
+                for coalesce, figures in ((False, alone_figures), (True, coalesced_figures)):
+                    figures.append(
+                        hosted_step(examples, responses, args.group, args.turns, workers, args.hosted_threads,
+                                    coalesce=coalesce)
+                    )  # fmt: skip
+            hosted += [("hosted, one round trip per call", workers, alone_figures),
+                       ("hosted, coalesced", workers, coalesced_figures)]  # fmt: skip
+            for label, _, figures in hosted[-2:]:
                 print(label, workers, figures)
     table = [
         "| stepping | workers | trajectories | turns | queries | matched | wall s | trajectories/s | parent CPU s "
@@ -182,6 +274,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {1000 * m['worker'] / max(first.queries, 1):.3f} | {1000 * m['parent'] / max(first.turns, 1):.3f} |"
         )
     print("\n".join(table))
+    hosted_lines = hosted_table(hosted, args.hosted_threads) if hosted else []
+    if hosted_lines:
+        print("\n".join(hosted_lines))
+        for workers in args.workers:
+            walls = {
+                label: statistics.median(f.wall_s for f in figures) for label, w, figures in hosted if w == workers
+            }
+            speedup = walls["hosted, one round trip per call"] / walls["hosted, coalesced"]
+            print(f"{workers} worker(s), {args.hosted_threads} threads: trajectories per second, coalesced / "
+                  f"one round trip per call: {speedup:.2f}x")  # fmt: skip
     if args.no_doc:
         return 0
     base = rows[0][2][0]
@@ -201,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         *table,
         "",
+        *([*hosted_lines, ""] if hosted_lines else []),
         f"Per query {per_query_ms:.3f} ms of worker CPU and per turn {per_turn_ms:.3f} ms of the stepping "
         "process's CPU (1 worker, batched).",
     ]
