@@ -14,20 +14,28 @@ of ``--repeat`` runs:
 It prints a table (pairs/s, microseconds per pair, ratio to parse) and records it in
 docs/benchmarks.md under "## ODT" with the command, date and machine. Run from the repository root:
 
-    .venv/bin/python bench/odt.py [--pairs N] [--repeat R] [--interleave] [--clock wall|cpu]
+    .venv/bin/python bench/odt.py [--pairs N] [--repeat R] [--interleave] [--clock wall|cpu] [--decompose]
 
 On a shared machine, ``--interleave`` (the stages timed in rounds, so that a passing load weighs on
 all of them alike) and ``--clock cpu`` (this process's CPU time) keep the ratios to parse time steadier.
+
+``--decompose`` prints, instead, where ``diagnose``'s time goes relative to the parse (CPU time,
+interleaved rounds, nothing written to the docs): the parse with and without the garbage collector,
+each part of diagnose after the parse alone (the ODT of trees parsed beforehand, the comparison of
+trees built beforehand, F_lex), each part right after the parse of the same prediction, and diagnose
+itself. A part that costs more after a parse than alone, plus the parse, is the "interference" of
+docs/benchmarks.md (ODT, issue 35 item 4, round two).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import shlex
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,7 +46,11 @@ from rich.table import Table
 from _common import DEFAULT_DATA, DEFAULT_DOC, machine, median_seconds, provenance, write_section
 from progress_sql.data.schema import Schema, read_schema
 from progress_sql.odt import build_odt, diagnose, prepare_gold
-from progress_sql.sql.parse import parse_sql
+from progress_sql.odt.build import OdtNode, odt_of
+from progress_sql.odt.score import compare_trees
+from progress_sql.sql.lexical import lexical_similarity
+from progress_sql.sql.normalize import parse_for_odt
+from progress_sql.sql.parse import ParseFailure, parse_sql
 
 MODELS = (1, 2, 3, 4, 5)
 TARGET_PER_SECOND = 1_000
@@ -154,6 +166,135 @@ def measure(
     return [Stage(name, what, statistics.median(times[index])) for index, (name, what, _) in enumerate(stages)]
 
 
+def _timed_rounds(stages: Sequence[tuple[str, Callable[[], None]]], repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each stage, the stages timed in rounds after one untimed pass of each.
+    Each stage starts from a collected heap (untimed), so that the garbage a stage run with the
+    collector off leaves (the parsed trees hold cycles) is not collected on the next stage's time."""
+    for _, run in stages:
+        run()
+    times: dict[str, list[float]] = {name: [] for name, _ in stages}
+    for _ in range(repeat):
+        for name, run in stages:
+            gc.collect()
+            start = time.process_time()
+            run()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _without_gc(run: Callable[[], None]) -> Callable[[], None]:
+    def timed() -> None:
+        gc.disable()
+        try:
+            run()
+        finally:
+            gc.enable()
+
+    return timed
+
+
+def decompose(pairs: Sequence[tuple[str, int]], golds: Sequence[str], repeat: int) -> list[tuple[str, float]]:
+    """Where diagnose's time goes relative to the parse: (stage, median CPU seconds) in print order."""
+    preds = [pred for pred, _ in pairs]
+    prepared = {index: prepare_gold(golds[index]) for index in {index for _, index in pairs}}
+    references = [prepared[index] for _, index in pairs]
+    # Parsed (with the double-quote rule, as diagnose parses) and built beforehand, for the parts alone.
+    statements = [parse_for_odt(pred) for pred in preds]
+    trees = [odt_of(tree) if not isinstance(tree, ParseFailure) else tree for tree in statements]
+    built = [
+        (pred, statement, tree, reference.tree)
+        for pred, statement, tree, reference in zip(preds, statements, trees, references, strict=True)
+        if isinstance(tree, OdtNode) and isinstance(reference.tree, OdtNode)
+    ]
+
+    def parse() -> None:
+        for pred in preds:
+            parse_sql(pred)
+
+    def parse_quotes() -> None:
+        for pred in preds:
+            parse_for_odt(pred)
+
+    def odt_alone() -> None:
+        for _, statement, _, _ in built:
+            odt_of(statement)
+
+    def parse_then_odt() -> None:
+        for pred, statement, _, _ in built:
+            parse_sql(pred)
+            odt_of(statement)
+
+    def compare_alone() -> None:
+        for _, _, tree, gold in built:
+            compare_trees(tree, gold)
+
+    def parse_then_compare() -> None:
+        for pred, _, tree, gold in built:
+            parse_sql(pred)
+            compare_trees(tree, gold)
+
+    def lexical_alone() -> None:
+        for pred, reference in zip(preds, references, strict=True):
+            lexical_similarity(pred, reference.grams)
+
+    def parse_then_lexical() -> None:
+        for pred, reference in zip(preds, references, strict=True):
+            parse_sql(pred)
+            lexical_similarity(pred, reference.grams)
+
+    def parse_built() -> None:  # the parse of the pairs the ODT and compare stages use
+        for pred, _, _, _ in built:
+            parse_sql(pred)
+
+    def diagnose_prepared() -> None:
+        for pred, reference in zip(preds, references, strict=True):
+            diagnose(pred, reference)
+
+    stages: list[tuple[str, Callable[[], None]]] = [
+        ("parse", parse),
+        ("parse, GC off", _without_gc(parse)),
+        ("parse + double-quote rule (diagnose's entry)", parse_quotes),
+        ("parse (pairs with two trees)", parse_built),
+        ("ODT of parsed trees, alone", odt_alone),
+        ("parse, then ODT of the same (parsed) tree", parse_then_odt),
+        ("compare of built trees, alone", compare_alone),
+        ("parse, then compare of the same pair", parse_then_compare),
+        ("F_lex, alone", lexical_alone),
+        ("parse, then F_lex of the same pair", parse_then_lexical),
+        ("diagnose", diagnose_prepared),
+        ("diagnose, GC off", _without_gc(diagnose_prepared)),
+    ]
+    medians = _timed_rounds(stages, repeat)
+    return [(name, medians[name]) for name, _ in stages]
+
+
+#: Each part alone, and the stage that runs it right after the parse of the same pair.
+_AFTER_A_PARSE = {
+    "ODT of parsed trees, alone": "parse, then ODT of the same (parsed) tree",
+    "compare of built trees, alone": "parse, then compare of the same pair",
+    "F_lex, alone": "parse, then F_lex of the same pair",
+}
+#: The stages over the pairs whose prediction and gold both have a tree (the ODT and compare stages)
+#: are measured against the parse of those pairs.
+_OVER_BUILT_PAIRS = frozenset(
+    {"parse (pairs with two trees)", *list(_AFTER_A_PARSE)[:2], *list(_AFTER_A_PARSE.values())[:2]}
+)
+
+
+def render_decomposition(rows: Sequence[tuple[str, float]], pairs: int, repeat: int) -> Table:
+    seconds = dict(rows)
+    table = Table(title=f"diagnose against parse, {pairs} pairs, CPU time, interleaved rounds, median of {repeat}")
+    for header in ("stage", "median s", "µs/pair", "× parse", "after a parse: extra × parse"):
+        table.add_column(header, justify="left" if header == "stage" else "right")
+    for name, value in rows:
+        parse = seconds["parse (pairs with two trees)" if name in _OVER_BUILT_PAIRS else "parse"]
+        after = _AFTER_A_PARSE.get(name)
+        # (parse, then the part) - parse - (the part alone): what the part costs beside a parse
+        extra = f"{(seconds[after] - value - parse) / parse:+.2f}" if after else ""
+        table.add_row(name, f"{value:.3f}", f"{value / pairs * 1e6:,.1f}", f"{value / parse:.2f}", extra)
+    return table
+
+
 def render_table(stages: Sequence[Stage], pairs: int) -> Table:
     baseline = stages[0]
     table = Table(title=f"ODT throughput, {pairs} prediction/gold pairs, single process")
@@ -226,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="wall time (default) or this process's CPU time"
     )
+    parser.add_argument(
+        "--decompose", action="store_true", help="print where diagnose's time goes relative to the parse (no doc)"
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or (args.pairs is not None and args.pairs < 1):
         parser.error("--pairs and --repeat must be positive")
@@ -234,11 +378,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pairs is not None:
         pairs = pairs[: args.pairs]
     golds = load_golds(args.data_dir)
-    schemas = load_schemas(args.data_dir)
     info = machine()
+    console = Console(width=150)
+    if args.decompose:
+        console.print(render_decomposition(decompose(pairs, golds, args.repeat), len(pairs), args.repeat))
+        console.print(", ".join(f"{key}: {value}" for key, value in info.items()))
+        return 0
+    schemas = load_schemas(args.data_dir)
     stages = measure(pairs, golds, schemas, args.repeat, interleave=args.interleave, clock=args.clock)
 
-    console = Console(width=150)
     console.print(render_table(stages, len(pairs)))
     console.print(", ".join(f"{key}: {value}" for key, value in info.items()))
     if not args.no_doc:
