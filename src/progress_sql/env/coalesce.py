@@ -1,18 +1,22 @@
 """Concurrent steps of different episodes played as one batch: the request-driven adapters (SkyRL's
 stepping threads, OpenEnv's sessions, NeMo Gym's, verifiers' and Atropos's threads, verl's agent loop)
 receive one turn per call, from many threads at once. Each caller reads its own turn
-(:meth:`SQLRefineEnv.plan`) and plays it (:meth:`SQLRefineEnv.take`) on its own thread; only the SQL
-in between goes through a group commit: the first caller leads a batch at once (no timer, so a lone
-call waits for nobody), the callers that arrive while the pool's lanes are busy queue, and the next
-free lane takes them all (up to ``max_batch``) to the workers as one :func:`run_turns` batch. The
-gold preparations of new episodes (:func:`prepare_golds`) coalesce the same way.
+(:meth:`SQLRefineEnv.plan`) on its own thread; a turn that runs SQL then goes through a group commit:
+the first caller leads a batch at once (no timer, so a lone call waits for nobody), the callers that
+arrive while the pool's lanes are busy queue, and the next free lane takes them all (up to
+``max_batch``) to the workers as one :func:`run_turns` batch and plays each turn with its result
+(:meth:`SQLRefineEnv.take`; the caller is blocked meanwhile, so its episode is touched by one thread
+at a time), then wakes each caller once. One thread doing the batch's Python work in turn costs less
+than waking every caller at once to contend for the interpreter lock. The gold preparations of new
+episodes (:func:`prepare_golds`) coalesce the same way.
 
 A coalescer has as many lanes (batches in flight) as its pool has workers: while a worker is free a
 call goes straight to it, and only the calls that would have waited for a worker wait in the queue
 instead and then share one batch. A query that runs to its deadline delays the episodes of its own
 batch (at most ``max_batch``), never the other lanes. An exception of one episode (a finished
-episode, a bad plan) is raised in its own caller's thread before it queues; when a whole batch
-fails, each of its turns runs alone, so every caller gets its own outcome.
+episode, a bad plan) is raised in its own caller's thread before it queues, one in playing its turn
+is handed to its caller only, and when a whole batch fails each of its turns runs alone, so every
+caller gets its own outcome.
 
 docs/environment.md#concurrent-steps-coalesce."""
 
@@ -29,7 +33,7 @@ from typing import Generic, TypeVar
 from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, prepare_golds, run_turns
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import Example, ExecResult
+from progress_sql.types import Example
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -153,6 +157,19 @@ class GroupCommit(Generic[Item, Outcome]):
             successor.woken.set()  # the lane stays taken: the successor leads the next batch
 
 
+def _played(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> list[StepResult | Exception]:
+    """The leader plays its batch's turns with their results: one thread doing the batch's Python work
+    in turn, rather than every caller woken at once to contend for the interpreter lock. An episode's
+    own exception is kept for its caller."""
+    played: list[StepResult | Exception] = []
+    for (env, turn), result in zip(turns, run_turns(turns), strict=True):
+        try:
+            played.append(env.take(turn, result))
+        except Exception as error:  # raised in its own caller's thread by Coalescer.step
+            played.append(error)
+    return played
+
+
 def _prepared(episodes: Sequence[tuple[SQLRefineEnv, Example]]) -> list[None]:
     prepare_golds(episodes)
     return [None] * len(episodes)
@@ -163,24 +180,27 @@ class Coalescer:
     each with as many lanes as the pool has workers."""
 
     def __init__(self, lanes: int, max_batch: int = DEFAULT_MAX_BATCH) -> None:
-        self.turns: GroupCommit[tuple[SQLRefineEnv, PlannedTurn], ExecResult | None] = GroupCommit(
-            run_turns, lanes=lanes, max_batch=max_batch
+        self.turns: GroupCommit[tuple[SQLRefineEnv, PlannedTurn], StepResult | Exception] = GroupCommit(
+            _played, lanes=lanes, max_batch=max_batch
         )
         self.golds: GroupCommit[tuple[SQLRefineEnv, Example], None] = GroupCommit(
             _prepared, lanes=lanes, max_batch=max_batch
         )
 
     def step(self, env: SQLRefineEnv, response: str) -> StepResult:
-        """``env.step(response)``, its SQL run in a batch with the turns of other episodes stepped
-        meanwhile; the same result as the lone step. A turn that runs nothing does not queue."""
+        """``env.step(response)``, its SQL run and its turn played in a batch with the turns of other
+        episodes stepped meanwhile; the same result as the lone step. A turn that runs nothing does
+        not queue."""
         turn = env.plan(response)  # this episode's own errors (over, not reset) raise here
         if turn.sql is None:
             return env.take(turn)
         try:
-            result = self.turns.submit((env, turn))
+            played = self.turns.submit((env, turn))
         except BatchFailedError:
-            result = None  # take runs the turn's SQL alone
-        return env.take(turn, result)
+            return env.take(turn)  # the turn's SQL runs alone
+        if isinstance(played, Exception):
+            raise played
+        return played
 
     def reset(self, env: SQLRefineEnv, example: Example) -> list[Message]:
         """``env.reset(example)``, the gold prepared in a batch with the other episodes reset meanwhile
