@@ -10,7 +10,8 @@ samples of one prompt in GRPO: the gold is prepared for the first and served to 
 One run measures:
 
 * cold: the first pass, gold queries executed and prepared (``gold`` stage, per episode in ms);
-* warm: a second pass over the same examples with the gold prepared in the store;
+* warm: a second pass over the same examples with the gold prepared in the store (the answers'
+  diagnoses the first pass kept are dropped: the warm pass diagnoses every answer as new);
 * the share of step time per stage (extract, execute, compare, ODT, reward, feedback);
 * baseline: a bare in-process loop executing the same predicted SQL with the same deadline and row
   cap (``Executor.run``), so the environment's overhead per turn is visible.
@@ -191,9 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = make_store(config, pool=pool, cache=GoldCache())
         if args.batch > 1:
             cold = run_batched_pass(examples, scripts, config, store, args.group, args.batch)
+            store.forget_diagnoses()
             warm = run_batched_pass(examples, scripts, config, store, args.group, args.batch)
         else:
             cold = run_pass(examples, scripts, config, store, args.group)
+            store.forget_diagnoses()
             warm = run_pass(examples, scripts, config, store, args.group)
     bare = bare_loop(examples, scripts, limits)
 

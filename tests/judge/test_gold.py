@@ -115,6 +115,39 @@ def test_reference_is_built_with_the_schema(lenses_db: Path, pool: ExecutionPool
     assert diagnose(QUALIFIED, prepare_gold(JOINED)).tags == ("WHERE_ERROR",)
 
 
+def test_diagnoses_are_kept_per_gold_and_answer(
+    lenses_db: Path, pool: ExecutionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's diagnosis is the ODT's, kept per (gold, answer): the same answer again gets the same
+    record, another gold or answer its own, and only the last DIAGNOSES_KEPT stay."""
+    import progress_sql.judge.gold as gold_module
+
+    store = GoldStore(get_preset("strict"), pool=pool)
+    joined, counted = example(lenses_db, JOINED), example(lenses_db, "SELECT count(*) FROM suppliers")
+    answers = [QUALIFIED, "SELECT supplier_name FROM suppliers", "SELECT count(*) FROM sales", "SELEC nonsense", ""]
+    for item in (joined, counted):
+        gold = store.prepare(item)
+        for answer in answers:
+            made = store.diagnosis(item, answer, gold)
+            assert made == diagnose(answer, gold.reference, config=store.odt)
+            assert store.diagnosis(item, answer, gold) is made
+    assert store.diagnosis(joined, QUALIFIED, store.prepare(joined)).tags == ()
+    assert store.diagnosis(counted, QUALIFIED, store.prepare(counted)).tags != ()
+
+    monkeypatch.setattr(gold_module, "DIAGNOSES_KEPT", 2)
+    small = GoldStore(get_preset("strict"), pool=pool)
+    gold = small.prepare(joined)
+    first = small.diagnosis(joined, answers[0], gold)
+    small.diagnosis(joined, answers[1], gold)
+    assert small.diagnosis(joined, answers[0], gold) is first  # used last: kept
+    small.diagnosis(joined, answers[2], gold)  # the least recently used (answers[1]) goes
+    assert small.diagnosis(joined, answers[0], gold) is first
+    again = small.diagnosis(joined, answers[1], gold)
+    assert again == diagnose(answers[1], gold.reference, config=small.odt)
+    small.forget_diagnoses()
+    assert small.diagnosis(joined, answers[0], gold) is not first
+
+
 def test_failing_gold_is_a_value_and_require_raises(lenses_db: Path, pool: ExecutionPool) -> None:
     store = GoldStore(get_preset("strict"), pool=pool)
     bad = example(lenses_db, "SELECT * FROM no_such_table", index=7)

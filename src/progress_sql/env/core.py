@@ -41,7 +41,7 @@ from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import describe, get_preset
 from progress_sql.judge.gold import GoldStore, PreparedGold
-from progress_sql.odt import Diagnosis, OdtConfig, diagnose
+from progress_sql.odt import Diagnosis, OdtConfig
 from progress_sql.prompts import (
     Message,
     PromptStyle,
@@ -361,7 +361,7 @@ class SQLRefineEnv(Closing):
                 match = suite.match
                 verdict_status = "match" if match else "suite_mismatch"
         clock.lap("compare")
-        diagnosis = diagnose(extracted.sql or "", gold.reference, config=self.config.odt)
+        diagnosis = store.diagnosis(example, extracted.sql or "", gold)
         clock.lap("odt")
         turn_number = self._turn_count
         if self._first_answer is None:

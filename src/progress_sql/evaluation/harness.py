@@ -225,9 +225,7 @@ def _judge_example(
     vote = majority_vote(example.gold_sql, kind_rules(example).vote_results(results, verdicts), store.preset)
     chosen = vote.chosen if vote.chosen is not None else 0
     if diagnosis is None:  # not diagnosed in the analysis processes (a vote, or none): the parser loads here
-        from progress_sql.odt.diagnosis import diagnose
-
-        diagnosis = diagnose(items[chosen].sql or "", gold.reference, config=store.odt)
+        diagnosis = store.diagnosis(example, items[chosen].sql or "", gold)
     verdict = verdicts[chosen]
     answer = results[chosen] if chosen < len(results) else None
     fields["gold_result"], fields["pred_result"] = result_previews(gold.results, answer, preview_rows)

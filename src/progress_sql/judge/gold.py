@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cache, partial
@@ -27,7 +28,7 @@ from progress_sql.judge.cache import GoldCache, cache_key
 from progress_sql.judge.compare import Preset, describe
 from progress_sql.judge.kinds import gold_problem, kind_rules
 from progress_sql.odt.config import OdtConfig
-from progress_sql.odt.records import GoldReference
+from progress_sql.odt.records import Diagnosis, GoldReference
 from progress_sql.sql.parse import DEFAULT_DIALECT, ParseFailure
 from progress_sql.types import Closing, Example, ExecResult, Verdict
 
@@ -41,6 +42,10 @@ assigns this gold no file (the suite is then the original database alone), None 
 nothing for its database. ``progress_sql.testsuite.manifest.suite_lookup(folder)`` builds one."""
 
 Progress = Callable[[int], None]  # advance by n finished executions
+
+#: How many diagnoses of answers a store keeps (least recently used first out): the G samples of a
+#: prompt and later epochs repeat answers, and a diagnosis is a pure function of the answer and the gold.
+DIAGNOSES_KEPT = 8192
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
@@ -264,6 +269,8 @@ class GoldStore(Closing):
         self._schemas: _Once[str, Schema] = _Once()
         self._types: _Once[str, TypedColumns] = _Once()
         self._details: _Once[tuple[str, SchemaProfile], str] = _Once()
+        self._diagnoses: OrderedDict[tuple[str, str, str], Diagnosis] = OrderedDict()
+        self._diagnoses_lock = threading.Lock()
 
     # -- gold ----------------------------------------------------------------------------------
     def prepare(self, example: Example) -> PreparedGold:
@@ -399,6 +406,30 @@ class GoldStore(Closing):
             )
 
     # -- databases -----------------------------------------------------------------------------
+    def diagnosis(self, example: Example, sql: str, gold: PreparedGold) -> Diagnosis:
+        """The ODT diagnosis of ``sql`` against the example's prepared ``gold`` under the store's ODT
+        config. An answer diagnosed before against the same gold is not diagnosed again (the last
+        :data:`DIAGNOSES_KEPT` are kept): the same record, which nobody changes."""
+        key = (*_gold_key(example), sql)
+        with self._diagnoses_lock:
+            kept = self._diagnoses.get(key)
+            if kept is not None:
+                self._diagnoses.move_to_end(key)
+                return kept
+        from progress_sql.odt.diagnosis import diagnose  # the parser: where an answer is diagnosed
+
+        made = diagnose(sql, gold.reference, config=self.odt)
+        with self._diagnoses_lock:
+            self._diagnoses[key] = made
+            while len(self._diagnoses) > DIAGNOSES_KEPT:
+                self._diagnoses.popitem(last=False)
+        return made
+
+    def forget_diagnoses(self) -> None:
+        """Drop the kept diagnoses (a benchmark that times new answers on prepared golds)."""
+        with self._diagnoses_lock:
+            self._diagnoses.clear()
+
     def schema(self, db_path: str) -> Schema:
         """The database's tables and columns, read once."""
         self._need_sqlite_file(db_path)

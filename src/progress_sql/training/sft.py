@@ -27,7 +27,6 @@ from progress_sql.errors import GoldQueryError
 from progress_sql.execution.executor import ExecLimits
 from progress_sql.judge.compare import get_preset
 from progress_sql.judge.gold import GoldStore
-from progress_sql.odt import diagnose
 from progress_sql.prompts import CompactFormat, ConversationFormat
 from progress_sql.training.templates import folded_sql
 from progress_sql.types import Example
@@ -220,7 +219,7 @@ def sft_examples(
             if wrong is None:
                 result.append(SftExample(first, answer))
                 continue
-            message = diagnose(wrong[1], store.prepare(example).reference, config=store.odt).feedback
+            message = store.diagnosis(example, wrong[1], store.prepare(example)).feedback
             result.append(SftExample(first, answer, (format.answer(wrong[1]), format.feedback(message))))
     return result
 
