@@ -216,3 +216,32 @@ def test_a_group_commit_is_bounded_and_hands_an_interruption_to_every_caller() -
         GroupCommit(interrupted, lanes=1, max_batch=3).submit(1)
     with pytest.raises(ValueError, match="must be >= 1"):
         GroupCommit(run, lanes=0, max_batch=3)
+
+
+def test_an_exception_in_playing_one_turn_of_a_batch_goes_to_its_caller_only(music: Example) -> None:
+    """The leader plays its batch's turns; one that cannot be played (here the same episode's turn sent
+    twice at once, a caller's mistake) raises in its own caller, the others of the batch are played."""
+    config = EnvConfig(max_turns=3)
+    coalescer = Coalescer(lanes=1)
+    with GatedPool() as pool:
+        store = make_store(config, pool=pool)
+        leader_env, twice, other = (SQLRefineEnv(config, store=store) for _ in range(3))
+        for env in (leader_env, twice, other):
+            env.reset(music)
+        pool.hold(until=lambda: coalescer.turns.queued() == 3)
+        leader = threading.Thread(target=coalescer.step, args=(leader_env, answer(WRONG)))
+        leader.start()
+        assert pool.entered.wait(60)
+        with ThreadPoolExecutor(3) as threads:
+            calls = []
+            for env, response in ((twice, answer(WRONG)), (twice, answer(GOLD)), (other, answer(GOLD))):
+                calls.append(threads.submit(coalescer.step, env, response))
+                while coalescer.turns.queued() < len(calls):
+                    time.sleep(0.001)  # queued in this order: the first of the two turns is played first
+            first, second, third = calls
+            assert not first.result().info.match
+            with pytest.raises(RuntimeError, match="was not planned for this episode's next turn"):
+                second.result()
+            assert third.result().info.match
+        leader.join()
+    assert pool.batches == [1, 2]  # the held batch, then one batch of the three (WRONG and GOLD once each)
