@@ -29,10 +29,11 @@ class GatedPool(ExecutionPool):
     """The real one-worker pool, counting the batches it is handed; once :meth:`hold` is called, the
     next batch waits until ``until()`` is true, so the calls made meanwhile are known to overlap it."""
 
-    def __init__(self) -> None:
-        super().__init__(workers=1)
+    def __init__(self, workers: int = 1) -> None:
+        super().__init__(workers=workers)
         self.batches: list[int] = []
         self.entered = threading.Event()  # the held batch has reached the pool
+        self.answered: dict[str, float] = {}
         self._until: Callable[[], bool] | None = None
 
     def hold(self, until: Callable[[], bool]) -> None:
@@ -50,7 +51,13 @@ class GatedPool(ExecutionPool):
                 assert time.monotonic() < deadline, "the other calls never queued"
                 time.sleep(0.001)
         self.batches.append(len(jobs))
-        return super().run_many(jobs, on_start=on_start, on_result=on_result)
+
+        def heard(index: int, result: ExecResult) -> None:
+            self.answered[jobs[index].sql] = time.monotonic()  # when the job's result reached the parent
+            if on_result is not None:
+                on_result(index, result)
+
+        return super().run_many(jobs, on_start=on_start, on_result=heard)
 
 
 def _play_threads(coalescer: Coalescer, envs: list[SQLRefineEnv], scripts: list[list[str]]) -> list[list[Any]]:
@@ -113,8 +120,9 @@ def test_calls_that_overlap_a_batch_in_flight_share_the_next_one(music: Example)
 
 
 def test_an_error_of_one_episode_reaches_its_caller_only(music: Example) -> None:
-    """A batch that fails as a whole (here one episode's store has a closed pool) is played again turn by
-    turn: the broken episode's caller gets its own error, the others their results."""
+    """A batch that fails as a whole (here one episode's store has a closed pool) after some of its turns
+    were answered: the broken episode's caller gets its own error (its turn played again alone), the
+    others the results they were given as their queries came back."""
     config = EnvConfig(max_turns=2)
     coalescer = Coalescer(lanes=1)
     closed = ExecutionPool(workers=1)
@@ -144,11 +152,50 @@ def test_an_error_of_one_episode_reaches_its_caller_only(music: Example) -> None
                 finished.result()  # raised in its caller's thread before it queued
             assert [future.result().info.match for future in ok] == [True, True]
         leader.join()
-    # the held batch; the batch of three (the two good turns' one query ran, the closed pool failed);
-    # then the two good turns alone
-    assert pool.batches == [1, 1, 1, 1]
+    # the held batch; the batch of three: the two good turns' one query ran and they were played and
+    # answered as it came back, then the closed pool failed (only the broken turn is played again, alone)
+    assert pool.batches == [1, 1]
     counts = coalescer.turns.counts()
     assert (counts.batches, counts.items) == (2, 4)
+
+
+@pytest.mark.parametrize("endless_leads", [True, False])
+def test_a_query_that_runs_to_its_deadline_holds_up_no_batch_mate(endless_leads: bool, music: Example) -> None:
+    """An endless query and a quick one queue together and ride one batch (led by the first to queue):
+    the quick one's caller is answered when its own query comes back, not when its batch-mate's
+    deadline ends the batch, whichever of the two leads it."""
+    config = EnvConfig(max_turns=2, timeout_s=1.5)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    coalescer = Coalescer(lanes=1)
+    with GatedPool(workers=2) as pool:
+        store = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(3)]
+        for env in envs:
+            env.reset(music)
+        done: dict[str, float] = {}
+
+        def step(name: str, env: SQLRefineEnv, sql: str) -> StepResult:
+            result = coalescer.step(env, answer(sql))
+            done[name] = time.monotonic()
+            return result
+
+        pool.hold(until=lambda: coalescer.turns.queued() == 2)
+        with ThreadPoolExecutor(3) as threads:
+            held = threads.submit(step, "held", envs[0], GOLD)
+            assert pool.entered.wait(60)
+            first, second = ("slow", endless), ("quick", GOLD)
+            if not endless_leads:
+                first, second = second, first
+            futures = {first[0]: threads.submit(step, first[0], envs[1], first[1])}
+            while coalescer.turns.queued() < 1:
+                time.sleep(0.001)
+            futures[second[0]] = threads.submit(step, second[0], envs[2], second[1])
+            slow, quick = futures["slow"], futures["quick"]
+            assert held.result().info.match
+            assert quick.result().info.match
+            assert slow.result().info.exec_status == "timeout"
+    assert pool.batches == [1, 2]  # the held turn; then the endless and the quick query in one batch
+    assert done["quick"] < pool.answered[endless]  # answered before the endless query's deadline ended it
 
 
 def test_a_lone_call_leads_its_own_batch_without_waiting(music: Example) -> None:

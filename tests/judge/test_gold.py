@@ -102,6 +102,31 @@ def test_prepare_many_runs_each_distinct_gold_once_in_one_batch(lenses_db: Path,
     assert len(counting_pool.jobs) - before == 2
 
 
+def test_concurrent_batches_prepare_each_gold_once(lenses_db: Path, counting_pool: CountingPool) -> None:
+    """Batches of the same golds prepared at once (coalesced resets on several lanes): each gold runs
+    once; the batches that find it being prepared wait for it and get the same preparation."""
+    store = GoldStore(get_preset("strict"), pool=counting_pool)
+    slow = SLOW.replace("300000", "300001")  # a gold no other test ran
+    items = [example(lenses_db, slow, index=i) for i in range(2)] + [example(lenses_db, "SELECT 2 + 2")]
+    start = threading.Barrier(6)
+    prepared: list[list[PreparedGold]] = []
+
+    def work() -> None:
+        start.wait()
+        prepared.append(store.prepare_many(items))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(prepared) == 6
+    assert counting_pool.runs_of(slow) == 1
+    assert counting_pool.runs_of("SELECT 2 + 2") == 1
+    assert all(batch[0] is batch[1] is prepared[0][0] and batch[2] is prepared[0][2] for batch in prepared)
+    assert prepared[0][0].results[0].rows == ((300001,),)
+
+
 def test_reference_is_built_with_the_schema(lenses_db: Path, pool: ExecutionPool) -> None:
     store = GoldStore(get_preset("strict"), pool=pool)
     prepared = store.prepare(example(lenses_db, JOINED))

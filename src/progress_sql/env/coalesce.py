@@ -6,23 +6,24 @@ the first caller leads a batch at once (no timer, so a lone call waits for nobod
 arrive while the pool's lanes are busy queue, and the next free lane takes them all (up to
 ``max_batch``) to the workers as one :func:`run_turns` batch and plays each turn with its result
 (:meth:`SQLRefineEnv.take`; the caller is blocked meanwhile, so its episode is touched by one thread
-at a time), then wakes each caller once. One thread doing the batch's Python work in turn costs less
-than waking every caller at once to contend for the interpreter lock. The gold preparations of new
-episodes (:func:`prepare_golds`) coalesce the same way.
+at a time) as soon as that turn's own result is in, and wakes its caller then. The batch's threads
+doing its Python work cost less than waking every caller at once to contend for the interpreter
+lock. The gold preparations of new episodes (:func:`prepare_golds`) coalesce the same way.
 
 A coalescer has as many lanes (batches in flight) as its pool has workers: while a worker is free a
 call goes straight to it, and only the calls that would have waited for a worker wait in the queue
-instead and then share one batch. A query that runs to its deadline delays the episodes of its own
-batch (at most ``max_batch``), never the other lanes. An exception of one episode (a finished
-episode, a bad plan) is raised in its own caller's thread before it queues, one in playing its turn
-is handed to its caller only, and when a whole batch fails each of its turns runs alone, so every
-caller gets its own outcome.
+instead and then share one batch. A query that runs to its deadline delays no other episode: its
+batch-mates are played and answered as their own results come in (``run_turns``' ``on_ready``). An
+exception of one episode (a finished episode, a bad plan) is raised in its own caller's thread before
+it queues, one in playing its turn is handed to its caller only, and when a whole batch fails each of
+its turns runs alone, so every caller gets its own outcome.
 
 docs/environment.md#concurrent-steps-coalesce."""
 
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import weakref
 from collections import deque
@@ -33,7 +34,7 @@ from typing import Generic, TypeVar
 from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, prepare_golds, run_turns
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
-from progress_sql.types import Example
+from progress_sql.types import Example, ExecResult
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -46,12 +47,14 @@ __all__ = [
     "step_coalesced",
 ]
 
-#: The most turns one batch carries: MAX_CHUNK (16) jobs for each of 4 workers' chunks. Bounded so a
-#: query that runs to its deadline holds up few episodes, and one leader does not gather forever.
+#: The most turns one batch carries: MAX_CHUNK (16) jobs for each of 4 workers' chunks. Bounded so
+#: one leader does not gather forever (and a chunk queued behind a slow query on its worker stays short).
 DEFAULT_MAX_BATCH = 64
 
 Item = TypeVar("Item")
 Outcome = TypeVar("Outcome")
+#: Hands one caller of a batch its outcome: (position in the batch, outcome).
+Settle = Callable[[int, Outcome], None]
 
 
 class BatchFailedError(Exception):
@@ -89,10 +92,22 @@ class GroupCommit(Generic[Item, Outcome]):
     waiting caller is woken once, by its own event: a finishing leader settles its batch's callers
     and hands its lane to the oldest queued one, who leads the next batch."""
 
-    def __init__(self, run_batch: Callable[[Sequence[Item]], Sequence[Outcome]], *, lanes: int, max_batch: int) -> None:
+    def __init__(
+        self,
+        run_batch: Callable[..., Sequence[Outcome]],
+        *,
+        lanes: int,
+        max_batch: int,
+        early: bool = False,
+    ) -> None:
+        """With ``early`` the batch is run as ``run_batch(items, settle)``: ``settle(position, outcome)``
+        (from any thread, once per position, before ``run_batch`` returns) hands that caller its outcome
+        at once, so a batch-mate's slow query holds it up no longer; the positions never settled get
+        their outcomes from the return."""
         if lanes < 1 or max_batch < 1:
             raise ValueError(f"lanes and max_batch must be >= 1, got {lanes} and {max_batch}")
         self._run_batch = run_batch
+        self._early = early
         self.lanes, self.max_batch = lanes, max_batch
         self._lock = threading.Lock()
         self._queue: deque[_Ticket[Item, Outcome]] = deque()
@@ -128,16 +143,46 @@ class GroupCommit(Generic[Item, Outcome]):
         return ticket.outcome  # type: ignore[return-value]  # set with done, error unset
 
     def _lead(self, ticket: _Ticket[Item, Outcome]) -> None:
-        """Play ``ticket`` and the oldest queued calls as one batch, settle them, pass the lane on."""
+        """Play ``ticket`` and the oldest queued calls as one batch, settle them, pass the lane on. A
+        batch of several that settles early runs on a thread of its own while the leader waits for its
+        own outcome like the others: a batch-mate's slow query holds up the leader no more than them."""
         with self._lock:
             batch = [ticket, *(self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch - 1)))]
+        if len(batch) == 1 or not self._early:
+            self._settle(batch, wake_leader=False)
+            return
+        ticket.woken.clear()  # a successor was woken to lead: its event now waits for its own outcome
+        threading.Thread(target=self._settle, args=(batch, True), daemon=True).start()
+        ticket.woken.wait()
+
+    def _settle(self, batch: list[_Ticket[Item, Outcome]], wake_leader: bool) -> None:
+        """Run ``batch``, hand each caller its outcome (as it comes, with ``early``), pass the lane on."""
         outcomes: Sequence[Outcome] = ()
         failure: BaseException | None = None
+        settling = threading.Lock()
+        early: set[int] = set()
+
+        def settle(position: int, outcome: Outcome) -> None:
+            taken = batch[position]
+            with settling:
+                if position in early:
+                    return
+                early.add(position)
+                taken.outcome, taken.done = outcome, True
+            if position > 0 or wake_leader:  # else the leader's own call returns when the batch does
+                taken.woken.set()
+
+        items = [taken.item for taken in batch]
         try:
-            outcomes = self._run_batch([taken.item for taken in batch])
+            outcomes = self._run_batch(items, settle) if self._early else self._run_batch(items)
         except BaseException as error:  # settled below for every caller of the batch, then re-raised
             failure = error
+        with settling:
+            settled_early = set(early)
+            early.update(range(len(batch)))  # a late settle call changes nothing now
         for position, taken in enumerate(batch):
+            if position in settled_early:
+                continue
             if failure is None:
                 taken.outcome = outcomes[position]
             elif len(batch) == 1 or not isinstance(failure, Exception):
@@ -151,23 +196,49 @@ class GroupCommit(Generic[Item, Outcome]):
             successor = self._queue.popleft() if self._queue else None
             if successor is None:
                 self._leading -= 1
-        for taken in batch[1:]:
-            taken.woken.set()
+        for position, taken in enumerate(batch):
+            if position not in settled_early and (position > 0 or wake_leader):
+                taken.woken.set()
         if successor is not None:
             successor.woken.set()  # the lane stays taken: the successor leads the next batch
 
 
-def _played(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> list[StepResult | Exception]:
-    """The leader plays its batch's turns with their results: one thread doing the batch's Python work
-    in turn, rather than every caller woken at once to contend for the interpreter lock. An episode's
-    own exception is kept for its caller."""
-    played: list[StepResult | Exception] = []
-    for (env, turn), result in zip(turns, run_turns(turns), strict=True):
+def _played(
+    turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]], settle: Settle[StepResult | Exception]
+) -> list[StepResult | Exception]:
+    """Each turn of the batch played with its result as soon as that result is in, and its caller
+    settled then: a batch-mate's query that runs to its deadline holds up no other turn. One player
+    thread plays them in turn (rather than every caller woken to contend for the interpreter lock), and
+    never a pool thread: playing can run queries of its own (a suite's), which need a worker that the
+    pool's thread still holds. An episode's own exception is kept for its caller."""
+    played: list[StepResult | Exception | None] = [None] * len(turns)
+    arrived: queue.SimpleQueue[tuple[int, ExecResult] | None] = queue.SimpleQueue()
+
+    def play(position: int, result: ExecResult | None) -> StepResult | Exception:
+        env, turn = turns[position]
         try:
-            played.append(env.take(turn, result))
+            return env.take(turn, result)
         except Exception as error:  # raised in its own caller's thread by Coalescer.step
-            played.append(error)
-    return played
+            return error
+
+    def player() -> None:
+        while (item := arrived.get()) is not None:
+            position, result = item
+            played[position] = outcome = play(position, result)
+            settle(position, outcome)
+
+    if len(turns) == 1:  # nobody to hold up: played here when its result is in
+        return [play(0, run_turns(turns)[0])]
+    playing = threading.Thread(target=player, daemon=True)
+    playing.start()
+    try:
+        results = run_turns(turns, on_ready=lambda position, result: arrived.put((position, result)))
+    finally:
+        arrived.put(None)
+        playing.join()
+    return [
+        outcome if outcome is not None else play(position, results[position]) for position, outcome in enumerate(played)
+    ]
 
 
 def _prepared(episodes: Sequence[tuple[SQLRefineEnv, Example]]) -> list[None]:
@@ -181,7 +252,7 @@ class Coalescer:
 
     def __init__(self, lanes: int, max_batch: int = DEFAULT_MAX_BATCH) -> None:
         self.turns: GroupCommit[tuple[SQLRefineEnv, PlannedTurn], StepResult | Exception] = GroupCommit(
-            _played, lanes=lanes, max_batch=max_batch
+            _played, lanes=lanes, max_batch=max_batch, early=True
         )
         self.golds: GroupCommit[tuple[SQLRefineEnv, Example], None] = GroupCommit(
             _prepared, lanes=lanes, max_batch=max_batch

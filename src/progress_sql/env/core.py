@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -569,10 +569,14 @@ def step_many(steps: Sequence[tuple[SQLRefineEnv, str]]) -> list[StepResult]:
     return [env.take(turn, result) for (env, turn), result in zip(planned, results, strict=True)]
 
 
-def run_turns(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> list[ExecResult | None]:
+def run_turns(
+    turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]], on_ready: Callable[[int, ExecResult], None] | None = None
+) -> list[ExecResult | None]:
     """The SQL of planned turns run in one batch per gold store, each distinct query once; None for a
     turn that runs nothing. What :func:`step_many` and the coalescer of concurrent steps
-    (env/coalesce.py) hand to :meth:`SQLRefineEnv.take`; reads only each environment's store."""
+    (env/coalesce.py) hand to :meth:`SQLRefineEnv.take`; reads only each environment's store.
+    ``on_ready(position, result)`` hears of a turn's result as soon as it is final (from the pool's
+    threads), before the batch's slowest query ends: the coalescer plays that turn at once."""
     results: list[ExecResult | None] = [None] * len(turns)
     by_store: dict[int, list[int]] = {}
     for position, (env, turn) in enumerate(turns):
@@ -581,6 +585,7 @@ def run_turns(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> list[ExecRes
     for positions in by_store.values():
         store = turns[positions[0]][0].store
         answers = [(turns[i][1].example, turns[i][1].sql or "") for i in positions]
-        for i, result in zip(positions, store.run_answers(answers), strict=True):
+        ready = None if on_ready is None else (lambda k, result, at=positions: on_ready(at[k], result))
+        for i, result in zip(positions, store.run_answers(answers, on_result=ready), strict=True):
             results[i] = result
     return results

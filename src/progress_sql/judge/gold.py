@@ -97,6 +97,35 @@ class _Once(Generic[_K, _V]):
                 self._building.pop(key, None)
         return value
 
+    def claim(self, keys: Sequence[_K]) -> list[_K]:
+        """Of ``keys``, those neither built nor being built, now being built by the caller, who ends each
+        with :meth:`finish` or :meth:`release`; meanwhile :meth:`get` of one waits for it. A batch of
+        builds claims its keys first, so that batches running at once build no key twice."""
+        claimed: list[_K] = []
+        with self._lock:
+            for key in dict.fromkeys(keys):
+                if key in self._values or key in self._building:
+                    continue
+                building = self._building[key] = threading.Lock()
+                building.acquire()
+                claimed.append(key)
+        return claimed
+
+    def finish(self, key: _K, value: _V, keep: Callable[[_V], bool] = lambda _value: True) -> _V:
+        """End a claim with its built ``value`` (kept unless ``keep`` rejects it)."""
+        with self._lock:
+            if keep(value):
+                self._values[key] = value
+            building = self._building.pop(key)
+        building.release()
+        return value
+
+    def release(self, key: _K) -> None:
+        """End a claim without a value (its build failed): a waiting :meth:`get` builds it itself."""
+        with self._lock:
+            building = self._building.pop(key)
+        building.release()
+
 
 def engine_sql(sql: str, dialect: str, schema: Schema | None = None, types: TypedColumns | None = None) -> str:
     """A SQLite gold query as the engine of ``dialect`` runs it (transpiled by sqlglot, with SQLite's
@@ -282,17 +311,22 @@ class GoldStore(Closing):
         """:meth:`prepare` for many examples, with the golds not prepared yet run in one batch through
         the pool (``progress`` advances once per execution); with :attr:`analysis` their references
         are built there meanwhile."""
-        todo = list({_gold_key(e): e for e in examples if _gold_key(e) not in self._golds}.values())
-        if not todo:
-            return [self.prepare(example) for example in examples]
-        for example in todo:
-            self.schema(example.db_path)  # a missing database fails here, before anything runs
-        references = self._references_beside(todo)
-        results = self.gold_results(todo, progress)
+        by_key = {_gold_key(e): e for e in examples}
+        claimed = self._golds.claim(list(by_key))  # golds another batch is preparing now: waited for below
+        todo = [by_key[key] for key in claimed]
         built: dict[tuple[str, str], PreparedGold] = {}
-        for example, result, reference in zip(todo, results, references(), strict=True):
-            key = _gold_key(example)
-            built[key] = self._golds.get(key, partial(self._build, example, result, reference), keep=_decided)
+        try:
+            for example in todo:
+                self.schema(example.db_path)  # a missing database fails here, before anything runs
+            references = self._references_beside(todo)
+            results = self.gold_results(todo, progress) if todo else []
+            for example, result, reference in zip(todo, results, references(), strict=True):
+                key = _gold_key(example)
+                built[key] = self._golds.finish(key, self._build(example, result, reference), keep=_decided)
+        finally:
+            for key in claimed:
+                if key not in built:
+                    self._golds.release(key)
         return [built.get(_gold_key(example)) or self.prepare(example) for example in examples]
 
     def _references_beside(
@@ -472,14 +506,33 @@ class GoldStore(Closing):
         """Run one answer in the isolated pool (:meth:`answer_job`)."""
         return run_with_rerun(self.pool, [self.answer_job(example, sql)])[0]
 
-    def run_answers(self, answers: Sequence[tuple[Example, str]], progress: Progress | None = None) -> list[ExecResult]:
+    def run_answers(
+        self,
+        answers: Sequence[tuple[Example, str]],
+        progress: Progress | None = None,
+        on_result: Callable[[int, ExecResult], None] | None = None,
+    ) -> list[ExecResult]:
         """Run many answers in one batch through the pool, each distinct job once (``progress``
-        advances once per execution); results in the order of ``answers``."""
+        advances once per execution); results in the order of ``answers``. ``on_result(i, result)``
+        hears of answer i's result as soon as it is final (from the pool's threads; a result failed
+        from outside is run again first), so that a slow query holds up no other answer's caller."""
         jobs = [self.answer_job(example, sql) for example, sql in answers]
         unique = list(dict.fromkeys(jobs))
-        tick = (lambda _i, _r: progress(1)) if progress else None
-        ran = dict(zip(unique, run_with_rerun(self.pool, unique, tick), strict=True))
-        return [ran[job] for job in jobs]
+        sharing: dict[ExecJob, list[int]] = {}
+        for i, job in enumerate(jobs):
+            sharing.setdefault(job, []).append(i)
+
+        def finished(k: int, result: ExecResult) -> None:
+            if progress is not None:
+                progress(1)
+            if on_result is not None and not result.failed_outside:
+                for i in sharing[unique[k]]:
+                    on_result(i, result)
+
+        # A job rerun after an outside failure is not heard of here: the caller reads it in the return.
+        ran = run_with_rerun(self.pool, unique, finished if progress or on_result else None)
+        by_job = dict(zip(unique, ran, strict=True))
+        return [by_job[job] for job in jobs]
 
     def judgement(self, example: Example, gold: Sequence[ExecResult], result: ExecResult) -> Judgement:
         """Judge an answer's ``result`` against the example's ``gold`` results: under the store's preset,
