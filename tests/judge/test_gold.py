@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,10 +18,12 @@ from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import get_preset
-from progress_sql.judge.gold import GoldStore, PreparedGold, SuiteVerdict
+from progress_sql.judge.gold import GoldStore, SuiteVerdict
 from progress_sql.odt import diagnose, prepare_gold
 from progress_sql.types import Example, ExecResult
 from tests.conftest import build_database
+
+_T = TypeVar("_T")
 
 #: Unqualified ``price``: only the schema says it belongs to contact_lenses.
 JOINED = (
@@ -65,22 +67,28 @@ def example(db: Path, gold: str, index: int = 0) -> Example:
     return Example(index, "A question.", "contact_lenses", str(db), gold)
 
 
-def test_concurrent_callers_prepare_an_example_once(lenses_db: Path, counting_pool: CountingPool) -> None:
-    cache = GoldCache()
-    store = GoldStore(get_preset("strict"), pool=counting_pool, cache=cache)
-    item = example(lenses_db, SLOW)
-    start = threading.Barrier(8)
-    prepared: list[PreparedGold] = []
+def at_once(callers: int, call: Callable[[], _T]) -> list[_T]:
+    """``call()`` on ``callers`` threads released together; what each returned."""
+    start = threading.Barrier(callers)
+    returned: list[_T] = []
 
     def work() -> None:
         start.wait()
-        prepared.append(store.prepare(item))
+        returned.append(call())
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
+    threads = [threading.Thread(target=work) for _ in range(callers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    return returned
+
+
+def test_concurrent_callers_prepare_an_example_once(lenses_db: Path, counting_pool: CountingPool) -> None:
+    cache = GoldCache()
+    store = GoldStore(get_preset("strict"), pool=counting_pool, cache=cache)
+    item = example(lenses_db, SLOW)
+    prepared = at_once(8, lambda: store.prepare(item))
     assert len(prepared) == 8
     assert all(p is prepared[0] for p in prepared)
     assert counting_pool.runs_of(SLOW) == 1
@@ -108,18 +116,7 @@ def test_concurrent_batches_prepare_each_gold_once(lenses_db: Path, counting_poo
     store = GoldStore(get_preset("strict"), pool=counting_pool)
     slow = SLOW.replace("300000", "300001")  # a gold no other test ran
     items = [example(lenses_db, slow, index=i) for i in range(2)] + [example(lenses_db, "SELECT 2 + 2")]
-    start = threading.Barrier(6)
-    prepared: list[list[PreparedGold]] = []
-
-    def work() -> None:
-        start.wait()
-        prepared.append(store.prepare_many(items))
-
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    prepared = at_once(6, lambda: store.prepare_many(items))
     assert len(prepared) == 6
     assert counting_pool.runs_of(slow) == 1
     assert counting_pool.runs_of("SELECT 2 + 2") == 1
