@@ -7,6 +7,9 @@ Systems, each in a fresh process of its own (peak memory and CPU time are its pr
   trajectory played until its answer matches, stepped on 32 threads as SkyRL steps environments;
 * ``progress-sql-final``: the same with only each trajectory's final answer (T = 1), the work the
   single-turn peers below do;
+* ``progress-sql-batched`` and ``progress-sql-batched-final``: the same episodes stepped as a trainer
+  that holds the whole step does (TRL's multi-turn rollout): the golds in one batch, then each turn of
+  the running episodes in one ``step_many``;
 * ``skyrl-gym``: skyrl-gym 0.4.0's own ``text2sql`` environment (``skyrl_gym.envs.sql.env.SQLEnv``), the
   same turns as ``<sql>`` probes and the last one as the ``<solution>``, on 32 threads;
 * ``sql-r1``: SQL-R1's verl reward (``synsql.compute_score``, vendored in bench/peers/sql_r1), called in
@@ -174,6 +177,37 @@ def run_progress_sql(workload: dict[str, Any], emit: Emit, *, final_only: bool =
     close_pools()
 
 
+def run_progress_sql_batched(workload: dict[str, Any], emit: Emit, *, final_only: bool = False) -> None:
+    """The same episodes stepped as a trainer that holds the whole step does (TRL's rollout, verl's
+    batch reward): the step's golds in one batch (``prepare_golds``), then each turn of the episodes
+    still running in one ``step_many``, on the hosted pool. A trajectory's verdict comes when its turn's
+    batch ends, so one slow query holds up the verdicts of its batch, not the workers."""
+    from progress_sql.env import prepare_golds, step_many
+    from progress_sql.integrations.hosted import close_pools, host_settings, hosted_env
+    from progress_sql.types import Example
+
+    settings = {n: host_settings({"preset": workload["preset"]}, max_turns=n) for n in range(1, 5)}
+    plays = []
+    for t in workload["trajectories"]:
+        example = Example(t["id"], t["question"], t["db_id"], db_file(workload, t["db_id"]), t["gold"])
+        turns = t["turns"][-1:] if final_only else t["turns"]
+        plays.append((t["id"], hosted_env(settings[len(turns)]), example, turns))
+    prepare_golds([(env, example) for _, env, example, _ in plays])
+    for _, env, example, _ in plays:
+        env.reset(example)
+    active = plays
+    for turn in range(max(len(turns) for *_, turns in plays)):
+        steps = step_many([(env, f"<think>scripted</think><sql>{turns[turn]}</sql>") for _, env, _, turns in active])
+        running = []
+        for play, step in zip(active, steps, strict=True):
+            if step.terminated or step.truncated:
+                emit(play[0], step.reward)
+            else:
+                running.append(play)
+        active = running
+    close_pools()
+
+
 def warm_pool(workload: dict[str, Any]) -> None:
     """Start the hosted pool's workers before the clock, as a trainer's step after its first finds them:
     a trivial query on each (no gold of the workload is prepared)."""
@@ -307,6 +341,18 @@ SYSTEMS = {
             "progress-sql-final",
             "final answer only (T = 1: the single-turn peers' work, with the ODT diagnosis and reward)",
             functools.partial(run_progress_sql, final_only=True),
+            warm=warm_pool,
+        ),
+        System(
+            "progress-sql-batched",
+            "every turn until a match (T <= 4), each turn of the step's episodes in one batch (step_many)",
+            run_progress_sql_batched,
+            warm=warm_pool,
+        ),
+        System(
+            "progress-sql-batched-final",
+            "final answer only (T = 1), the step's answers in one batch (step_many)",
+            functools.partial(run_progress_sql_batched, final_only=True),
             warm=warm_pool,
         ),
         System(

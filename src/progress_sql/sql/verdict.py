@@ -3,7 +3,8 @@ that SQLite rejects (``SELECT FROM t``, a GROUP BY without keys, ``DISTINCT ON``
 ``> ALL (...)``); the ODT asks SQLite before it profiles (docs/odt.md#the-parser).
 
 The statement is compiled with ``EXPLAIN`` (nothing runs) on an empty in-memory database holding the
-schema's tables with untyped columns, one per schema and thread, cached.
+schema's tables with untyped columns, kept for the process and lent to one thread at a time (threads that
+live for one batch, as the coalescer's players do, find the schema compiled by an earlier one).
 
 >>> schema = {"singer": ("singer_id", "name", "age")}
 >>> sqlite_rejection("SELECT name FROM singer WHERE age > 30", schema) is None
@@ -19,10 +20,12 @@ DuckDB's ``extract_statements``); :func:`engine_rejection` picks one by sqlglot 
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from progress_sql.jsonio import surrogate_refusal
 from progress_sql.sql.parse import strip_sql
@@ -30,8 +33,10 @@ from progress_sql.sql.parse import strip_sql
 #: Tables and their columns: ``progress_sql.data.schema.Schema.tables`` is one.
 TableColumns = Mapping[str, Sequence[str]]
 
-#: Schemas kept compiled per thread (an environment process sees a few dozen databases).
+#: Schemas kept compiled (an environment process sees a few dozen databases).
 MAX_CACHED_SCHEMAS = 64
+#: Idle connections kept per schema: as many as threads judge at once against one database, bounded.
+MAX_IDLE_PER_KEY = 8
 
 
 def _quote(name: str) -> str:
@@ -51,35 +56,52 @@ def schema_ddl(tables: TableColumns) -> list[str]:
     return statements
 
 
-class _Connections(threading.local):
-    """One small LRU of schema connections per thread (sqlite3 connections are not shared)."""
+class _Lending:
+    """In-memory connections kept for the whole process, lent to one thread at a time (``sqlite3``
+    connections may change threads but not be used by two at once), by key: an LRU of
+    :data:`MAX_CACHED_SCHEMAS` keys, each with up to :data:`MAX_IDLE_PER_KEY` idle connections. An entry
+    holds its owner (the schema), so a key made from ``id(owner)`` is never reused while it exists."""
 
     def __init__(self) -> None:
-        self.by_schema: OrderedDict[int, tuple[TableColumns, sqlite3.Connection]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._idle: OrderedDict[object, tuple[object, list[Any]]] = OrderedDict()
+
+    @contextlib.contextmanager
+    def lent(self, key: object, owner: object, make: Callable[[], Any]) -> Iterator[Any]:
+        conn = None
+        with self._lock:
+            entry = self._idle.get(key)
+            if entry is not None and entry[1]:
+                conn = entry[1].pop()
+        if conn is None:
+            conn = make()  # outside the lock: compiling a large schema takes a while
+        try:
+            yield conn
+        finally:
+            self._give_back(key, owner, conn)
+
+    def _give_back(self, key: object, owner: object, conn: Any) -> None:
+        closing: list[Any] = []
+        with self._lock:
+            idle = self._idle.setdefault(key, (owner, []))[1]
+            self._idle.move_to_end(key)
+            (idle if len(idle) < MAX_IDLE_PER_KEY else closing).append(conn)
+            while len(self._idle) > MAX_CACHED_SCHEMAS:
+                closing.extend(self._idle.popitem(last=False)[1][1])
+        for stale in closing:
+            stale.close()
 
 
-_LOCAL = _Connections()
+_LENDING = _Lending()
 
 
-def _connection(tables: TableColumns) -> sqlite3.Connection:
-    # Keyed by identity (schemas are built once per database and reused); the entry keeps the schema
-    # alive, so an id is never reused while its entry exists.
-    key = id(tables)
-    cache = _LOCAL.by_schema
-    entry = cache.get(key)
-    if entry is not None and entry[0] is tables:
-        cache.move_to_end(key)
-        return entry[1]
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+def _compiled(tables: TableColumns) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     for statement in schema_ddl(tables):
         try:
             conn.execute(statement)
         except sqlite3.Error:  # a name SQLite cannot take as a table (e.g. sqlite_*): leave it out
             continue
-    cache[key] = (tables, conn)
-    if len(cache) > MAX_CACHED_SCHEMAS:
-        _, (_, oldest) = cache.popitem(last=False)
-        oldest.close()
     return conn
 
 
@@ -89,15 +111,15 @@ def sqlite_rejection(sql: str, tables: TableColumns) -> str | None:
     Syntax errors and unknown tables, columns or functions count; what depends on the data (a
     runtime error, a timeout) cannot show here.
     """
-    conn = _connection(tables)
-    try:
-        conn.execute("EXPLAIN " + strip_sql(sql)).close()
-    except sqlite3.Warning as error:  # more than one statement
-        return f"SQLite: {error}"
-    except sqlite3.Error as error:
-        return f"SQLite: {error}"
-    except (ValueError, OverflowError) as error:  # e.g. a NUL character in the text
-        return f"SQLite: {error}"
+    with _LENDING.lent(id(tables), tables, lambda: _compiled(tables)) as conn:
+        try:
+            conn.execute("EXPLAIN " + strip_sql(sql)).close()
+        except sqlite3.Warning as error:  # more than one statement
+            return f"SQLite: {error}"
+        except sqlite3.Error as error:
+            return f"SQLite: {error}"
+        except (ValueError, OverflowError) as error:  # e.g. a NUL character in the text
+            return f"SQLite: {error}"
     return None
 
 
@@ -115,16 +137,17 @@ def postgres_rejection(sql: str, tables: TableColumns) -> str | None:
 
 
 def duckdb_rejection(sql: str, tables: TableColumns) -> str | None:
-    """Why DuckDB's parser refuses ``sql`` (syntax only; a parser-only in-memory connection per thread)."""
+    """Why DuckDB's parser refuses ``sql`` (syntax only; parser-only in-memory connections, kept)."""
     import duckdb
 
-    conn = _LOCAL.__dict__.get("duckdb")
-    if conn is None:
-        conn = _LOCAL.__dict__["duckdb"] = duckdb.connect(":memory:", config={"enable_external_access": False})
-    try:
-        statements = conn.extract_statements(strip_sql(sql))
-    except duckdb.Error as error:
-        return f"DuckDB: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    def made() -> Any:
+        return duckdb.connect(":memory:", config={"enable_external_access": False})
+
+    with _LENDING.lent("duckdb", None, made) as conn:
+        try:
+            statements = conn.extract_statements(strip_sql(sql))
+        except duckdb.Error as error:
+            return f"DuckDB: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
     if len(statements) != 1:
         return f"DuckDB: expected exactly one statement, found {len(statements)}"
     return None
