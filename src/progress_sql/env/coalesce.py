@@ -28,6 +28,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -110,6 +111,9 @@ class GroupCommit(Generic[Item, Outcome]):
         self._early = early
         self.lanes, self.max_batch = lanes, max_batch
         self._lock = threading.Lock()
+        # A batch of several that settles early runs on one of these (at most one a lane), kept between
+        # batches: a thread started per batch costs several times a hand-off to a waiting one.
+        self._settlers = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="progress-sql-settle")
         self._queue: deque[_Ticket[Item, Outcome]] = deque()
         self._leading = 0
         self._batches = self._items = self._waits = 0
@@ -144,15 +148,16 @@ class GroupCommit(Generic[Item, Outcome]):
 
     def _lead(self, ticket: _Ticket[Item, Outcome]) -> None:
         """Play ``ticket`` and the oldest queued calls as one batch, settle them, pass the lane on. A
-        batch of several that settles early runs on a thread of its own while the leader waits for its
-        own outcome like the others: a batch-mate's slow query holds up the leader no more than them."""
+        batch of several that settles early runs on a settling thread (kept between batches) while the
+        leader waits for its own outcome like the others: a batch-mate's slow query holds up the leader
+        no more than them."""
         with self._lock:
             batch = [ticket, *(self._queue.popleft() for _ in range(min(len(self._queue), self.max_batch - 1)))]
         if len(batch) == 1 or not self._early:
             self._settle(batch, wake_leader=False)
             return
         ticket.woken.clear()  # a successor was woken to lead: its event now waits for its own outcome
-        threading.Thread(target=self._settle, args=(batch, True), daemon=True).start()
+        self._settlers.submit(self._settle, batch, True)
         ticket.woken.wait()
 
     def _settle(self, batch: list[_Ticket[Item, Outcome]], wake_leader: bool) -> None:
@@ -203,6 +208,11 @@ class GroupCommit(Generic[Item, Outcome]):
             successor.woken.set()  # the lane stays taken: the successor leads the next batch
 
 
+#: The threads that play batches' turns as their results come in (one a batch in flight; more batches
+#: than this at once wait for a player, and their callers get their turns when one is free).
+_PLAYERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="progress-sql-player")
+
+
 def _played(
     turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]], settle: Settle[StepResult | Exception]
 ) -> list[StepResult | Exception]:
@@ -229,13 +239,12 @@ def _played(
 
     if len(turns) == 1:  # nobody to hold up: played here when its result is in
         return [play(0, run_turns(turns)[0])]
-    playing = threading.Thread(target=player, daemon=True)
-    playing.start()
+    playing = _PLAYERS.submit(player)
     try:
         results = run_turns(turns, on_ready=lambda position, result: arrived.put((position, result)))
     finally:
         arrived.put(None)
-        playing.join()
+        playing.result()
     return [
         outcome if outcome is not None else play(position, results[position]) for position, outcome in enumerate(played)
     ]
