@@ -157,3 +157,43 @@ def test_release_freed_memory_hands_freed_heap_back() -> None:
     assert release_freed_memory()
     assert resident_mb() < held_before - 100
     del live
+
+
+_FREED_BELOW_A_LIVE_BLOCK = """
+import os, sys
+from progress_sql.training.pretrained import map_large_blocks
+
+if sys.argv[1] == "mapped":
+    assert map_large_blocks()
+
+def resident_mb():
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+first = bytearray(8 << 20)
+del first  # glibc raises its mapping threshold to the size of a mapped block freed (8 MiB)
+blocks = [bytearray(4 << 20) for _ in range(41)]  # 164 MiB of activation-sized blocks
+live = blocks.pop()  # the last one, above the others on the heap: free() cannot shrink the heap below it
+before = resident_mb()
+del blocks
+print(before - resident_mb())
+"""
+
+
+@pytest.mark.parametrize("arm", ["default", "mapped"])
+def test_map_large_blocks_returns_freed_activations_at_once(arm: str) -> None:
+    """By default glibc serves 4 MiB blocks from the heap once one was freed, and freed ones stay resident
+    below a live block; with map_large_blocks each is its own mapping, gone when freed."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/statm; mallopt's M_MMAP_THRESHOLD is glibc's")
+    done = subprocess.run(
+        [sys.executable, "-c", _FREED_BELOW_A_LIVE_BLOCK, arm], capture_output=True, text=True, check=True
+    )
+    released_mb = float(done.stdout)
+    if arm == "mapped":
+        assert released_mb > 150
+    else:
+        assert released_mb < 10

@@ -271,6 +271,28 @@ def release_freed_memory() -> bool:
     return bool(trim(0))
 
 
+#: Blocks at least this large get their own mapping from glibc, returned to the system when freed.
+LARGE_BLOCK_BYTES = 1 << 20
+
+
+def map_large_blocks(threshold: int = LARGE_BLOCK_BYTES) -> bool:
+    """Have glibc map every block of at least ``threshold`` bytes on its own and unmap it when it is freed
+    (``mallopt(M_MMAP_THRESHOLD)``); True when the C library took it. By default glibc raises that
+    threshold to the size of each large block freed, up to 32 MiB, and serves what is below it from its
+    heap arenas, where a freed block stays resident until it is reused: the activations of a pass on a
+    CPU (16 MiB each for 16 sequences here) then pile up fragments, more of them when other work delays
+    their reuse (docs/benchmarks.md: the recipe's probe peaked at 5.5 GB by default, 2.9 GB with this,
+    the same losses and gradients). False, changing nothing, where the C library is not glibc."""
+    import ctypes
+
+    m_mmap_threshold = -3  # glibc's malloc.h
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(m_mmap_threshold, threshold))
+
+
 @dataclass(slots=True)
 class RealSetup:
     """What every phase of a real-model run shares (:func:`prepare_real`): the filtered training
@@ -378,6 +400,7 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
     asked, config = config, native_precision(config)
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
+    map_large_blocks()  # the run's peak memory without the heap's fragments
     _, examples = resolve_task(task, data_dir, questions=config.questions)
     examples = [e for e in examples if database_problem(e) is None]
     if len(examples) < 2:
@@ -562,6 +585,7 @@ __all__ = [
     "Recipe",
     "WarmStartSettings",
     "heldout_examples",
+    "map_large_blocks",
     "measure_chat",
     "prepare_real",
     "recipe",
