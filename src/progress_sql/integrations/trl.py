@@ -22,6 +22,7 @@ from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.rewards.tasks import TERM_COMPONENTS
+from progress_sql.training.heap import generation_heap
 from progress_sql.types import Example, Trajectory
 
 #: The dataset column that carries each prompt's example id: its position in ``TrlRollout.examples``.
@@ -105,7 +106,7 @@ class ModelGenerator:
         was_training = model.training
         model.eval()
         autocast = torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=self.bf16_autocast)
-        with torch.no_grad(), autocast:
+        with torch.no_grad(), autocast, generation_heap():
             output = model.generate(
                 input_ids=input_ids,
                 attention_mask=attention,

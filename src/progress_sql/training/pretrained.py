@@ -24,6 +24,7 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, PromptStyle, opening_messages, prompt_style
+from progress_sql.training.heap import map_large_blocks, release_freed_memory
 from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.types import Example
@@ -253,44 +254,6 @@ def warm_start_examples(
     random.Random(seed).shuffle(chosen)
     chosen = chosen[: settings.examples] if settings.examples else chosen
     return sft_examples(chosen, fmt, seed=seed, two_turn_share=settings.two_turn_share, prompt=prompts)
-
-
-def release_freed_memory() -> bool:
-    """Hand the heap memory that the last phase freed back to the operating system (glibc's
-    ``malloc_trim``); True when some was. glibc keeps freed blocks for reuse, so without it the
-    process stays at the warm start's peak and RL's peak comes on top (docs/benchmarks.md). False
-    where the C library has no ``malloc_trim``."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
-    except (OSError, AttributeError):
-        return False
-    return bool(trim(0))
-
-
-#: Blocks at least this large get their own mapping from glibc, returned to the system when freed.
-LARGE_BLOCK_BYTES = 1 << 20
-
-
-def map_large_blocks(threshold: int = LARGE_BLOCK_BYTES) -> bool:
-    """Have glibc map every block of at least ``threshold`` bytes on its own and unmap it when it is freed
-    (``mallopt(M_MMAP_THRESHOLD)``); True when the C library took it. By default glibc raises that
-    threshold to the size of each large block freed, up to 32 MiB, and serves what is below it from its
-    heap arenas, where a freed block stays resident until it is reused: the activations of a pass on a
-    CPU (16 MiB each for 16 sequences here) then pile up fragments, more of them when other work delays
-    their reuse (docs/benchmarks.md: the recipe's probe peaked at 5.5 GB by default, 2.9 GB with this,
-    the same losses and gradients). False, changing nothing, where the C library is not glibc."""
-    import ctypes
-
-    m_mmap_threshold = -3  # glibc's malloc.h
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(m_mmap_threshold, threshold))
 
 
 @dataclass(slots=True)
@@ -585,13 +548,11 @@ __all__ = [
     "Recipe",
     "WarmStartSettings",
     "heldout_examples",
-    "map_large_blocks",
     "measure_chat",
     "prepare_real",
     "recipe",
     "recipe_config",
     "recipe_for_model",
-    "release_freed_memory",
     "run_real",
     "warm_started",
 ]
