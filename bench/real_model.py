@@ -6,11 +6,12 @@ computes log-probabilities) in fp32 against bf16 autocast over the same fp32 wei
 on a CPU too); and TRL's fused LM head on an RL-shaped batch (16 sequences, only the completion scored),
 as TRL runs it on a CPU against ``cpu_lm_head`` (completion positions only, 512-token tiles), and against that
 with the frozen layers kept out of the autograd graph, each pass in a process of its own so that its peak memory
-is its own.
+is its own; and glibc's mapping threshold (training/heap.py) on that pass and on greedy generation.
 
     .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
     .venv/bin/python bench/real_model.py --only precision --repeat 5
     .venv/bin/python bench/real_model.py --only lm-head --repeat 3
+    .venv/bin/python bench/real_model.py --only heap --repeat 2
 
 Needs the fetched model (``progress-sql models fetch smollm2-135m``) and ``../shared/data/spider``.
 Prints the medians and their ratios; ``--write`` records them in docs/benchmarks.md.
@@ -35,7 +36,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
     parser.add_argument("--sft-steps", type=int, default=2)
-    parser.add_argument("--only", choices=("generation", "warm-start", "precision", "lm-head"), default=None)
+    parser.add_argument("--only", choices=("generation", "warm-start", "precision", "lm-head", "heap"), default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
@@ -60,6 +61,9 @@ def main() -> None:
         return
     if args.only == "lm-head":
         lm_head(args)
+        return
+    if args.only == "heap":
+        heap(args)
         return
     style = PROMPT_STYLES["small"]
     examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
@@ -218,7 +222,93 @@ def lm_head(args: argparse.Namespace) -> None:
         print(f"{arm} / TRL: time {time_ratio:.2f}x, peak memory {peak_ratio:.2f}x")
 
 
-def _lm_head_pass(ours: bool, layers: int, threads: int, frozen_outside: bool = False) -> tuple[float, float]:
+#: heap(): the arms, each in a fresh process.
+HEAP_ARMS = (
+    ("generation", "glibc's default"),
+    ("generation", "large blocks mapped, generation_heap (as runs do)"),
+    ("generation", "large blocks mapped throughout"),
+    ("RL pass", "glibc's default"),
+    ("RL pass", "large blocks mapped (as runs do)"),
+)
+
+
+def heap(args: argparse.Namespace) -> None:
+    """glibc's mapping threshold (training/heap.py), each arm in a fresh process, interleaved: greedy
+    generation of ``--questions`` held-out answers x ``--max-tokens`` through the measurement's sampler
+    (``ModelGenerator``, bf16 autocast) with glibc's default, with large blocks mapped (the sampler inside
+    ``generation_heap``, as real-model runs do) and mapped throughout (what ``generation_heap`` avoids); and the
+    RL pass of ``lm_head`` (``cpu_lm_head``, frozen layers outside the graph) with the default and mapped:
+    its time and peak RSS above the loaded model."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    seconds: dict[tuple[str, str], list[float]] = {arm: [] for arm in HEAP_ARMS}
+    peaks: dict[tuple[str, str], list[float]] = {arm: [] for arm in HEAP_ARMS}
+    for _ in range(args.repeat):
+        for arm in HEAP_ARMS:
+            work, setting = arm
+            mapped = setting != "glibc's default"
+            with context.Pool(1) as pool:
+                if work == "generation":
+                    scoped = not setting.endswith("throughout")
+                    job = (mapped, scoped, args.questions, args.max_tokens, args.threads, args.data_dir)
+                    took, peak = pool.apply(_heap_generation, job)
+                else:
+                    took, peak = pool.apply(_lm_head_pass, (True, args.layers, args.threads, True, mapped))
+            seconds[arm].append(took)
+            peaks[arm].append(peak)
+    for arm in HEAP_ARMS:
+        print(
+            f"{arm[0]}, {arm[1]}: {statistics.median(seconds[arm]):.2f} s (each: "
+            f"{', '.join(f'{value:.2f}' for value in seconds[arm])}), peak above the loaded model "
+            f"{statistics.median(peaks[arm]):.2f} GB (medians of {args.repeat})"
+        )
+
+
+def _heap_generation(
+    mapped: bool, scoped: bool, questions: int, max_tokens: int, threads: int, data_dir: Path
+) -> tuple[float, float]:
+    import contextlib
+    import resource
+
+    import torch
+
+    import progress_sql.integrations.trl as trl_integration
+    from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
+    from progress_sql.training.heap import map_large_blocks
+    from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
+
+    torch.set_num_threads(threads)
+    if mapped:
+        assert map_large_blocks(), "glibc's mallopt is needed"
+    if not scoped:
+        trl_integration.generation_heap = contextlib.nullcontext  # type: ignore[assignment]
+    tokenizer = load_tokenizer(resolve_model("smollm2-135m"))
+    model = load_causal_lm(resolve_model("smollm2-135m")).eval()
+    style = PROMPT_STYLES["small"]
+    prompts = ChatPrompts(ChatTemplateFormat(tokenizer, style), style)
+    examples = heldout_examples(HeldOut(size=questions), data_dir)
+    contexts = [tokenizer(prompts(e), add_special_tokens=False).input_ids for e in examples]
+
+    class Trainer:  # what ModelGenerator reads of a trainer
+        class accelerator:  # noqa: N801
+            @staticmethod
+            def unwrap_model(m: Any) -> Any:
+                return m
+
+    Trainer.model = model  # type: ignore[attr-defined]
+    generator = trl_integration.ModelGenerator(tokenizer, max_tokens, temperature=0.0, bf16_autocast=True)
+    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    start = time.perf_counter()
+    generator(contexts, Trainer)
+    return time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20 - loaded
+
+
+def _lm_head_pass(
+    ours: bool, layers: int, threads: int, frozen_outside: bool = False, mapped: bool = False
+) -> tuple[float, float]:
     import resource
 
     import torch
@@ -226,9 +316,12 @@ def _lm_head_pass(ours: bool, layers: int, threads: int, frozen_outside: bool = 
 
     from progress_sql.integrations.trl import cpu_lm_head
     from progress_sql.models import load_causal_lm, resolve_model
+    from progress_sql.training.heap import map_large_blocks
     from progress_sql.training.pretrained import train_top_layers
 
     torch.set_num_threads(threads)
+    if mapped:
+        assert map_large_blocks(), "glibc's mallopt is needed"
     model = load_causal_lm(resolve_model("smollm2-135m"))
     train_top_layers(model, layers)
     add_fused_lm_head(model)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 _PRELUDE = """
 import os, sys
-from progress_sql.training.heap import generation_heap, map_large_blocks, release_freed_memory
+from progress_sql.training.heap import generation_heap, large_blocks_mapped, map_large_blocks, release_freed_memory
 
 def resident_mb():
     with open("/proc/self/statm", encoding="ascii") as statm:
@@ -82,3 +82,14 @@ print(kept, before - resident_mb())
 """)
     assert kept < 10
     assert after < 10  # no malloc_trim either: the process asked for no heap management
+
+
+def test_large_blocks_are_mapped_for_the_phase_inside_only() -> None:
+    """RL's phase maps them; after it blocks under 32 MiB come from the heap again (glibc's raised state)."""
+    [inside, after] = _run("""
+with large_blocks_mapped():
+    inside = released_mb(4 << 20, 40)[0]
+print(inside, released_mb(4 << 20, 40)[0])
+""")
+    assert inside > 150
+    assert after < 10

@@ -55,6 +55,24 @@ def map_large_blocks(threshold: int = LARGE_BLOCK_BYTES) -> bool:
 
 
 @contextlib.contextmanager
+def large_blocks_mapped() -> Iterator[None]:
+    """:func:`map_large_blocks` for the phase inside (RL: its passes hold the run's peak), then glibc's raised
+    state (blocks under 32 MiB from the heap, the top trimmed beyond 64 MiB) and the freed pages handed back.
+    Mapping costs page faults: the recipe's RL step took 1.3x as long with it and its warm-start step 1.7x
+    (docs/benchmarks.md), so only the phase with the peak pays it."""
+    global _mapping
+    took = map_large_blocks()
+    try:
+        yield
+    finally:
+        libc = _libc()
+        if took and libc is not None:
+            _mapping = False
+            _set_thresholds(libc, GENERATION_BLOCK_BYTES, 2 * GENERATION_BLOCK_BYTES)
+            libc.malloc_trim(0)
+
+
+@contextlib.contextmanager
 def generation_heap() -> Iterator[None]:
     """While sampling, serve blocks under 32 MiB from the heap as glibc's raised threshold would (mapped on
     their own, a greedy batch took 2.2x the time: each token's KV-cache and logits blocks faulted in anew);

@@ -24,7 +24,7 @@ from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import ChatTemplateFormat, PromptStyle, opening_messages, prompt_style
-from progress_sql.training.heap import map_large_blocks, release_freed_memory
+from progress_sql.training.heap import large_blocks_mapped, release_freed_memory
 from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.types import Example
@@ -322,7 +322,8 @@ class RealSetup:
         from progress_sql.training.rl import run_rl
 
         settings = replace(settings, use_cpu=True, env=dict(settings.env) | {"prompt": self.prompts.style.name})
-        with ExecutionPool(workers=1) as pool:
+        # RL's passes hold the run's peak memory: their large blocks are mapped on their own (training/heap.py)
+        with ExecutionPool(workers=1) as pool, large_blocks_mapped():
             advance = self.phase(f"RL ({settings.preset}, reward {settings.reward})", settings.steps)
 
             def step_done(_step: int) -> None:
@@ -363,7 +364,6 @@ def prepare_real(config: Any, task: str, data_dir: Path | None, phase: Any) -> R
     asked, config = config, native_precision(config)
     heldout_spec: HeldOut = config.heldout
     configure_threads(config.threads)
-    map_large_blocks()  # the run's peak memory without the heap's fragments
     _, examples = resolve_task(task, data_dir, questions=config.questions)
     examples = [e for e in examples if database_problem(e) is None]
     if len(examples) < 2:
