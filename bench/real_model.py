@@ -6,7 +6,7 @@ computes log-probabilities) in fp32 against bf16 autocast over the same fp32 wei
 on a CPU too); and TRL's fused LM head on an RL-shaped batch (16 sequences, only the completion scored),
 as TRL runs it on a CPU against ``cpu_lm_head`` (completion positions only, 512-token tiles), and against that
 with the frozen layers kept out of the autograd graph, each pass in a process of its own so that its peak memory
-is its own; and glibc's mapping threshold (training/heap.py) on that pass and on greedy generation.
+is its own; and glibc's mapping threshold (heap.py) on that pass and on greedy generation.
 
     .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
     .venv/bin/python bench/real_model.py --only precision --repeat 5
@@ -233,7 +233,7 @@ HEAP_ARMS = (
 
 
 def heap(args: argparse.Namespace) -> None:
-    """glibc's mapping threshold (training/heap.py), each arm in a fresh process, interleaved: greedy
+    """glibc's mapping threshold (heap.py), each arm in a fresh process, interleaved: greedy
     generation of ``--questions`` held-out answers x ``--max-tokens`` through the measurement's sampler
     (``ModelGenerator``, bf16 autocast) with glibc's default, with large blocks mapped (the sampler inside
     ``generation_heap``, as real-model runs do) and mapped throughout (what ``generation_heap`` avoids); and the
@@ -275,9 +275,9 @@ def _heap_generation(
 
     import progress_sql.integrations.trl as trl_integration
     from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.heap import map_large_blocks
     from progress_sql.models import load_causal_lm, resolve_model
     from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
-    from progress_sql.training.heap import map_large_blocks
     from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
 
     torch.set_num_threads(threads)
@@ -314,9 +314,9 @@ def _lm_head_pass(
     import torch
     from trl.trainer.utils import add_fused_lm_head
 
+    from progress_sql.heap import map_large_blocks
     from progress_sql.integrations.trl import cpu_lm_head
     from progress_sql.models import load_causal_lm, resolve_model
-    from progress_sql.training.heap import map_large_blocks
     from progress_sql.training.pretrained import train_top_layers
 
     torch.set_num_threads(threads)

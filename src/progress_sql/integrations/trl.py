@@ -17,12 +17,12 @@ from progress_sql.env.records import TurnRecord
 from progress_sql.errors import ConfigError, DatasetError, GoldQueryError
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.export.formats import ASK_FIELD, SUITE_FIELD, example_fields, row_env_config, trl_example
+from progress_sql.heap import generation_heap
 from progress_sql.judge.cache import GoldCache
 from progress_sql.prompts import ConversationFormat
 from progress_sql.registry import lookup
 from progress_sql.rewards.registry import RewardContext, get_reward
 from progress_sql.rewards.tasks import TERM_COMPONENTS
-from progress_sql.training.heap import generation_heap
 from progress_sql.types import Example, Trajectory
 
 #: The dataset column that carries each prompt's example id: its position in ``TrlRollout.examples``.

@@ -23,8 +23,8 @@ from progress_sql.env.core import EnvConfig
 from progress_sql.errors import ConfigError, DatasetError
 from progress_sql.evaluation.stats import Accuracy
 from progress_sql.execution.pool import ExecutionPool
+from progress_sql.heap import large_blocks_mapped, release_freed_memory
 from progress_sql.prompts import ChatTemplateFormat, PromptStyle, opening_messages, prompt_style
-from progress_sql.training.heap import large_blocks_mapped, release_freed_memory
 from progress_sql.training.heldout import SetMeasurement
 from progress_sql.training.real_settings import HeldOut, WarmStartSettings
 from progress_sql.types import Example
@@ -322,7 +322,7 @@ class RealSetup:
         from progress_sql.training.rl import run_rl
 
         settings = replace(settings, use_cpu=True, env=dict(settings.env) | {"prompt": self.prompts.style.name})
-        # RL's passes hold the run's peak memory: their large blocks are mapped on their own (training/heap.py)
+        # RL's passes hold the run's peak memory: their large blocks are mapped on their own (heap.py)
         with ExecutionPool(workers=1) as pool, large_blocks_mapped():
             advance = self.phase(f"RL ({settings.preset}, reward {settings.reward})", settings.steps)
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 _PRELUDE = """
 import os, sys
-from progress_sql.training.heap import generation_heap, large_blocks_mapped, map_large_blocks, release_freed_memory
+from progress_sql.heap import generation_heap, large_blocks_mapped, map_large_blocks, release_freed_memory
 
 def resident_mb():
     with open("/proc/self/statm", encoding="ascii") as statm:
