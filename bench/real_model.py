@@ -150,25 +150,10 @@ def precision(args: argparse.Namespace) -> None:
 def greedy_precision(model: Any, args: argparse.Namespace) -> None:
     """Greedy generation of held-out answers (the measurement's generator, one batch of ``--questions``,
     ``--max-tokens`` new tokens), fp32 against bf16 autocast, interleaved; and how many answers agree."""
-    from progress_sql.backends.hf import load_tokenizer
     from progress_sql.integrations.trl import ModelGenerator
-    from progress_sql.models import resolve_model
-    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
-    from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
 
-    tokenizer = load_tokenizer(resolve_model("smollm2-135m"))
-    style = PROMPT_STYLES["small"]
-    prompts = ChatPrompts(ChatTemplateFormat(tokenizer, style), style)
-    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
-    contexts = [tokenizer(prompts(e), add_special_tokens=False).input_ids for e in examples]
-
-    class Trainer:  # what ModelGenerator reads of a trainer
-        class accelerator:  # noqa: N801
-            @staticmethod
-            def unwrap_model(m: Any) -> Any:
-                return m
-
-    Trainer.model = model  # type: ignore[attr-defined]
+    tokenizer, contexts = _sampler_inputs(args.questions, args.data_dir)
+    trainer = _as_trainer(model)
     model.eval()
     times: dict[str, list[float]] = {"fp32": [], "bf16 autocast": []}
     answers: dict[str, list[Any]] = {}
@@ -176,7 +161,7 @@ def greedy_precision(model: Any, args: argparse.Namespace) -> None:
         for label, autocast in (("fp32", False), ("bf16 autocast", True)):
             generator = ModelGenerator(tokenizer, args.max_tokens, temperature=0.0, bf16_autocast=autocast)
             start = time.perf_counter()
-            answers[label] = generator(contexts, Trainer)
+            answers[label] = generator(contexts, trainer)
             times[label].append(time.perf_counter() - start)
     medians = {label: statistics.median(values) for label, values in times.items()}
     for label, value in medians.items():
@@ -186,6 +171,33 @@ def greedy_precision(model: Any, args: argparse.Namespace) -> None:
         f"bf16 autocast / fp32: {medians['bf16 autocast'] / medians['fp32']:.2f}x; identical answers: "
         f"{same} of {len(contexts)}"
     )
+
+
+def _sampler_inputs(questions: int, data_dir: Path) -> tuple[Any, list[list[int]]]:
+    """The packaged model's tokenizer and the token ids of ``questions`` held-out prompts (``small`` style)."""
+    from progress_sql.backends.hf import load_tokenizer
+    from progress_sql.models import resolve_model
+    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
+    from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
+
+    tokenizer = load_tokenizer(resolve_model("smollm2-135m"))
+    style = PROMPT_STYLES["small"]
+    prompts = ChatPrompts(ChatTemplateFormat(tokenizer, style), style)
+    examples = heldout_examples(HeldOut(size=questions), data_dir)
+    return tokenizer, [tokenizer(prompts(e), add_special_tokens=False).input_ids for e in examples]
+
+
+def _as_trainer(model: Any) -> Any:
+    """What ``ModelGenerator`` reads of a trainer: its model and an accelerator that unwraps it."""
+
+    class Trainer:
+        class accelerator:  # noqa: N801
+            @staticmethod
+            def unwrap_model(m: Any) -> Any:
+                return m
+
+    Trainer.model = model  # type: ignore[attr-defined]
+    return Trainer
 
 
 #: The RL pass of ``lm_head``: the recipe's per-device batch, prompt and completion lengths of a step.
@@ -274,35 +286,20 @@ def _heap_generation(
     import torch
 
     import progress_sql.integrations.trl as trl_integration
-    from progress_sql.backends.hf import load_tokenizer
     from progress_sql.heap import map_large_blocks
     from progress_sql.models import load_causal_lm, resolve_model
-    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
-    from progress_sql.training.pretrained import ChatPrompts, HeldOut, heldout_examples
 
     torch.set_num_threads(threads)
     if mapped:
         assert map_large_blocks(), "glibc's mallopt is needed"
     if not scoped:
         trl_integration.generation_heap = contextlib.nullcontext  # type: ignore[assignment]
-    tokenizer = load_tokenizer(resolve_model("smollm2-135m"))
-    model = load_causal_lm(resolve_model("smollm2-135m")).eval()
-    style = PROMPT_STYLES["small"]
-    prompts = ChatPrompts(ChatTemplateFormat(tokenizer, style), style)
-    examples = heldout_examples(HeldOut(size=questions), data_dir)
-    contexts = [tokenizer(prompts(e), add_special_tokens=False).input_ids for e in examples]
-
-    class Trainer:  # what ModelGenerator reads of a trainer
-        class accelerator:  # noqa: N801
-            @staticmethod
-            def unwrap_model(m: Any) -> Any:
-                return m
-
-    Trainer.model = model  # type: ignore[attr-defined]
+    tokenizer, contexts = _sampler_inputs(questions, data_dir)
+    trainer = _as_trainer(load_causal_lm(resolve_model("smollm2-135m")).eval())
     generator = trl_integration.ModelGenerator(tokenizer, max_tokens, temperature=0.0, bf16_autocast=True)
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     start = time.perf_counter()
-    generator(contexts, Trainer)
+    generator(contexts, trainer)
     return time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20 - loaded
 
 
