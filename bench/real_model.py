@@ -23,8 +23,11 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+Arm = TypeVar("Arm")
 
 
 def main() -> None:
@@ -200,6 +203,26 @@ def _as_trainer(model: Any) -> Any:
     return Trainer
 
 
+def _in_fresh_processes(
+    arms: Sequence[Arm], job: Callable[[Arm], tuple[Callable[..., tuple[float, float]], tuple[Any, ...]]], repeat: int
+) -> tuple[dict[Arm, list[float]], dict[Arm, list[float]]]:
+    """Each arm's ``(function, arguments)`` run ``repeat`` times, arms interleaved, each run in a fresh spawned
+    process (its peak memory is its own): the seconds and peaks the function returns, by arm."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    seconds: dict[Arm, list[float]] = {arm: [] for arm in arms}
+    peaks: dict[Arm, list[float]] = {arm: [] for arm in arms}
+    for _ in range(repeat):
+        for arm in arms:
+            function, arguments = job(arm)
+            with context.Pool(1) as pool:
+                took, peak = pool.apply(function, arguments)
+            seconds[arm].append(took)
+            peaks[arm].append(peak)
+    return seconds, peaks
+
+
 #: The RL pass of ``lm_head``: the recipe's per-device batch, prompt and completion lengths of a step.
 LM_HEAD_BATCH, LM_HEAD_PROMPT, LM_HEAD_COMPLETION = 16, 600, 300
 
@@ -209,19 +232,13 @@ def lm_head(args: argparse.Namespace) -> None:
     the top layers trainable) and its backward, on ``LM_HEAD_BATCH`` sequences: TRL's CPU path against
     ``cpu_lm_head``; each pass in a fresh process (its peak RSS above the loaded model's is its own),
     interleaved. Prints the medians and their ratios."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
     arms = ("TRL on a CPU", "cpu_lm_head", "cpu_lm_head, frozen layers outside the graph")
-    seconds: dict[str, list[float]] = {arm: [] for arm in arms}
-    peaks: dict[str, list[float]] = {arm: [] for arm in arms}
-    for _ in range(args.repeat):
-        for arm in arms:
-            with context.Pool(1) as pool:
-                ours, frozen_outside = arm != "TRL on a CPU", arm.endswith("outside the graph")
-                took, peak = pool.apply(_lm_head_pass, (ours, args.layers, args.threads, frozen_outside))
-            seconds[arm].append(took)
-            peaks[arm].append(peak)
+
+    def job(arm: str) -> tuple[Any, tuple[Any, ...]]:
+        ours, frozen_outside = arm != "TRL on a CPU", arm.endswith("outside the graph")
+        return _lm_head_pass, (ours, args.layers, args.threads, frozen_outside)
+
+    seconds, peaks = _in_fresh_processes(arms, job, args.repeat)
     for arm in arms:
         print(
             f"RL log-prob pass + backward ({LM_HEAD_BATCH} x {LM_HEAD_PROMPT + LM_HEAD_COMPLETION} tokens, "
@@ -251,24 +268,16 @@ def heap(args: argparse.Namespace) -> None:
     ``generation_heap``, as real-model runs do) and mapped throughout (what ``generation_heap`` avoids); and the
     RL pass of ``lm_head`` (``cpu_lm_head``, frozen layers outside the graph) with the default and mapped:
     its time and peak RSS above the loaded model."""
-    import multiprocessing
 
-    context = multiprocessing.get_context("spawn")
-    seconds: dict[tuple[str, str], list[float]] = {arm: [] for arm in HEAP_ARMS}
-    peaks: dict[tuple[str, str], list[float]] = {arm: [] for arm in HEAP_ARMS}
-    for _ in range(args.repeat):
-        for arm in HEAP_ARMS:
-            work, setting = arm
-            mapped = setting != "glibc's default"
-            with context.Pool(1) as pool:
-                if work == "generation":
-                    scoped = not setting.endswith("throughout")
-                    job = (mapped, scoped, args.questions, args.max_tokens, args.threads, args.data_dir)
-                    took, peak = pool.apply(_heap_generation, job)
-                else:
-                    took, peak = pool.apply(_lm_head_pass, (True, args.layers, args.threads, True, mapped))
-            seconds[arm].append(took)
-            peaks[arm].append(peak)
+    def job(arm: tuple[str, str]) -> tuple[Any, tuple[Any, ...]]:
+        work, setting = arm
+        mapped = setting != "glibc's default"
+        if work == "generation":
+            scoped = not setting.endswith("throughout")
+            return _heap_generation, (mapped, scoped, args.questions, args.max_tokens, args.threads, args.data_dir)
+        return _lm_head_pass, (True, args.layers, args.threads, True, mapped)
+
+    seconds, peaks = _in_fresh_processes(HEAP_ARMS, job, args.repeat)
     for arm in HEAP_ARMS:
         print(
             f"{arm[0]}, {arm[1]}: {statistics.median(seconds[arm]):.2f} s (each: "
