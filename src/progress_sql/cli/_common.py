@@ -125,8 +125,17 @@ def _mark_interrupted(command: str, kwargs: dict[str, Any], started: float, sign
             folder.mark_interrupted(command, signal.Signals(signum).name)
         except OSError as error:
             return f"; cannot mark {path} interrupted: {error}"
-        return f"; {path} is marked interrupted ({folder.interrupted_path.name}): run the command again to finish"
+        told = f"; {path} is marked interrupted ({folder.interrupted_path.name}): run the command again to finish"
+        return told + _resumable(path)
     return ""
+
+
+def _resumable(path: Path) -> str:
+    """What the user can keep of an interrupted run into ``path`` (eval's journaled answers)."""
+    from progress_sql.evaluation.journal import JOURNAL_FILE, journaled
+
+    kept = journaled(path)
+    return f" (add --resume to keep the {kept} answers in {JOURNAL_FILE})" if kept else ""
 
 
 def add_command(app: typer.Typer, name: str, command: Callable[..., Any]) -> None:

@@ -75,6 +75,13 @@ _TURNS = typer.Option(
     "per question and the single-turn EX of the same run (docs/evaluation.md#interactive-evaluation).",
 )
 
+_RESUME = typer.Option(
+    False,
+    "--resume",
+    help="Go on with an interrupted run into --out: keep the answers its backend generated (generations.jsonl, "
+    "written as each batch finishes) and generate only the rest; the settings must be the same.",
+)
+
 
 def eval_command(
     task: str = common.task_option(),
@@ -99,6 +106,7 @@ def eval_command(
     preset: str | None = common.preset_option(),
     out: Path = common.out_dir_option(also="plots"),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N examples."),
+    resume: bool = _RESUME,
     timeout: float = common.timeout_option("eval"),
     workers: int = common.workers_option(),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Keep gold results on disk here across runs."),
@@ -131,10 +139,7 @@ def eval_command(
         common.warn(vote_warning)  # once, before generation; summary.json's notes keep it
     with progress_bar("[bold]eval[/] {task.description}", console=common.stdout, quiet=json_output) as bar:
         outcome = run_eval(request, phases(bar))
-    if json_output:
-        typer.echo(json.dumps(outcome.summary.to_dict(), indent=2))
-    else:
-        _print(outcome.summary.metrics, out, outcome.summary.settings.preset["name"])
+    _report(outcome.summary, out, as_json=json_output)
     common.write_view(out, view, quiet=json_output)
 
 
@@ -143,7 +148,7 @@ _REQUEST_OPTIONS = (
     "task", "out", "data_dir", "db_root", "predictions", "backend", "base_url", "model", "replay", "sampling",
     "n", "temperature", "top_p", "max_tokens", "seed", "prompt", "schema_profile", "profile", "suite", "preset",
     "keep_distinct", "limit", "workers", "cache_dir", "plots", "bird_metrics", "ves_repeats", "backend_db", "ray",
-    "ray_databases",
+    "ray_databases", "resume",
 )  # fmt: skip
 
 
@@ -157,7 +162,7 @@ def _interactive(options: dict[str, Any]) -> None:
     if options["turns"] is None:
         raise ConfigError("--feedback and --protocol evaluate interactively: give --turns T as well")
     check_interactive(predictions=options["predictions"], n=options["n"], ray=options["ray"],
-                      ves_repeats=options["ves_repeats"])  # fmt: skip
+                      ves_repeats=options["ves_repeats"], resume=options["resume"])  # fmt: skip
     env = env_config_from_options(options["profile"], {
         "max_turns": options["turns"], "feedback": options["feedback"], "protocol": options["protocol"],
         "preset": options["preset"], "schema_profile": options["schema_profile"], "timeout_s": options["timeout"],
@@ -189,6 +194,14 @@ def _interactive(options: dict[str, Any]) -> None:
         )
         common.stdout.print(f"results: {out / 'samples.jsonl'}, {out / 'summary.json'}, {out / 'report.md'}")
     common.write_view(out, options["view"], quiet=as_json)
+
+
+def _report(summary: Any, out: Path, *, as_json: bool) -> None:
+    """The run's figures on stdout: its summary as JSON, or the lines :func:`_print` writes."""
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict(), indent=2))
+    else:
+        _print(summary.metrics, out, summary.settings.preset["name"])
 
 
 def _print(metrics: Any, out: Path, preset: str) -> None:

@@ -17,6 +17,7 @@ from progress_sql.data.tasks import Task
 from progress_sql.errors import ConfigError, DatasetError, GenerationError
 from progress_sql.evaluation.analysis import odt_config_version
 from progress_sql.evaluation.harness import Breakdown, EvalRecord, Sample, evaluate
+from progress_sql.evaluation.journal import JOURNAL_FILE, GenerationJournal, conversation_key, unfinished
 from progress_sql.evaluation.metrics import notes, summarize_eval
 from progress_sql.evaluation.report import render_report, write_plots
 from progress_sql.execution.engines import ENGINES, engine_of, engine_settings
@@ -29,7 +30,7 @@ from progress_sql.judge.gold import GoldStore
 from progress_sql.odt.config import OdtConfig
 from progress_sql.profiles import DEFAULT_PROFILE, get_profile
 from progress_sql.progress import Phase
-from progress_sql.prompts import PAPER_STYLE, PromptStyle, opening_messages
+from progress_sql.prompts import PAPER_STYLE, Message, PromptStyle, opening_messages
 from progress_sql.rewards.progressive import ProgressiveConfig
 from progress_sql.runfolder import RunFolder, package_versions, writing_results
 from progress_sql.sql.extract import extract
@@ -49,27 +50,46 @@ def generate_samples(
     *,
     db_engine: str = "SQLite",
     style: PromptStyle | None = None,
+    journal: GenerationJournal | None = None,
 ) -> list[list[Sample]]:
     """Prompt ``backend`` (a ``backends.base`` generator) with the opening messages of ``style`` (the
     paper's by default) for every example whose database is present and extract the SQL of each
     response in that style's format; the examples without a database get an empty list.
-    ``advance(k)`` is called after each batch of ``k`` examples."""
+    With a ``journal``, the questions it answered are not sent again and every new answer is appended
+    to it as its batch finishes. ``advance(k)`` is called after each batch of ``k`` examples (once
+    first for those the journal answered)."""
     style = style or PAPER_STYLE
     samples: list[list[Sample]] = [[] for _ in examples]
     present = [i for i, e in enumerate(examples) if database_problem(e) is None]
     schemas: dict[str, str] = {}
-    for start in range(0, len(present), GENERATION_BATCH):
-        batch = present[start : start + GENERATION_BATCH]
-        conversations = []
-        for i in batch:
-            example = examples[i]
-            if example.db_path not in schemas:
-                schemas[example.db_path] = db_details(example.db_path, profile)
-            conversations.append(opening_messages(example, schemas[example.db_path], db_engine=db_engine, style=style))
-        responses = backend.generate(conversations, config)
+    conversations: dict[int, list[Message]] = {}
+    for i in present:
+        example = examples[i]
+        if example.db_path not in schemas:
+            schemas[example.db_path] = db_details(example.db_path, profile)
+        conversations[i] = opening_messages(example, schemas[example.db_path], db_engine=db_engine, style=style)
+
+    def keep(i: int, texts: Sequence[str]) -> None:
+        found = [extract(text, reasoning=style.reasoning) for text in texts]
+        samples[i] = [Sample(x.sql, text, x.format_ok) for x, text in zip(found, texts, strict=True)]
+
+    keys = {i: conversation_key(examples[i].index, conversations[i]) for i in present} if journal else {}
+    todo = []
+    for i in present:
+        kept = journal.get(keys[i]) if journal is not None else None
+        if kept is None:
+            todo.append(i)
+        else:
+            keep(i, kept)
+    if len(todo) < len(present):
+        advance(len(present) - len(todo))
+    for start in range(0, len(todo), GENERATION_BATCH):
+        batch = todo[start : start + GENERATION_BATCH]
+        responses = backend.generate([conversations[i] for i in batch], config)
         for i, texts in zip(batch, responses, strict=True):
-            found = [extract(text, reasoning=style.reasoning) for text in texts]
-            samples[i] = [Sample(x.sql, text, x.format_ok) for x, text in zip(found, texts, strict=True)]
+            keep(i, texts)
+        if journal is not None:
+            journal.record([(examples[i].index, keys[i], texts) for i, texts in zip(batch, responses, strict=True)])
         advance(len(batch))
     return samples
 
@@ -395,6 +415,9 @@ class EvalRequest:
     #: The profile (``progress_sql.profiles``): its ODT analyses the answers; with its prompt style, its
     #: schema profile is the prompt's unless ``schema_profile`` is given.
     profile: str = DEFAULT_PROFILE
+    #: Keep the answers an earlier run of the same backend and settings journaled in ``out``
+    #: (:mod:`progress_sql.evaluation.journal`) and generate only the rest.
+    resume: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +459,8 @@ def _plan(request: EvalRequest) -> _Plan:
         (given.prediction_format is None or given.predictions is not None,
          "--format applies to --predictions FILE only"),
         (given.prompt in PROMPT_STYLES, f"--prompt must be one of {', '.join(PROMPT_STYLES)}, got {given.prompt!r}"),
+        (not given.resume or given.backend is not None,
+         "--resume keeps the answers a backend generated: it needs --backend (a prediction file is read whole)"),
     )  # fmt: skip
     for holds, message in checks:
         if not holds:
@@ -543,22 +568,38 @@ def run_eval(request: EvalRequest, phase: Phase = lambda description, total: lam
 def _generate(
     request: EvalRequest, plan: _Plan, db_engine: str, phase: Phase
 ) -> tuple[Any, tuple[tuple[Sample, ...], ...]]:
-    """The backend of ``request`` and its answers to every example whose database is present."""
+    """The backend of ``request`` and its answers to every example whose database is present, each
+    journaled in the run folder as its batch finishes (``--resume`` reads them back)."""
     from progress_sql.backends.registry import make_backend
 
-    generator = make_backend(
-        request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
-        api_key=request.api_key, sampling=request.sampling,
-    )  # fmt: skip
-    present = sum(database_problem(e) is None for e in plan.examples)
-    advance = phase(f"generating with {request.backend}", present)
-    try:
-        samples = generate_samples(
-            plan.examples, generator, plan.inputs.generation, cast(SchemaProfile, plan.inputs.schema_profile), advance,
-            db_engine=db_engine, style=plan.style,
+    identity = {
+        "backend": request.backend, "model": request.model, "base_url": request.base_url,
+        "replay": None if request.replay is None else str(request.replay), "sampling": request.sampling,
+        "decoding": asdict(plan.inputs.generation), "prompt": plan.style.name,
+        "schema_profile": plan.inputs.schema_profile, "db_engine": db_engine,
+    }  # fmt: skip
+    kept = unfinished(request.out, RunFolder(request.out).summary_path)
+    if kept and not request.resume:
+        raise ConfigError(
+            f"{request.out} holds {kept} answers journaled by an eval run that did not finish: add --resume to keep "
+            f"them and generate only the rest, or remove {request.out / JOURNAL_FILE} to start again"
+        )
+    with writing_results(request.out):  # before the model loads: a journal of other settings fails at once
+        journal = GenerationJournal.open(request.out, identity, resume=request.resume)
+    with journal:
+        generator = make_backend(
+            request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
+            api_key=request.api_key, sampling=request.sampling,
         )  # fmt: skip
-    except Exception as error:  # a backend failure (network, model) ends the run with its message
-        raise GenerationError(f"generation failed: {type(error).__name__}: {error}") from error
+        present = sum(database_problem(e) is None for e in plan.examples)
+        advance = phase(f"generating with {request.backend}", present)
+        try:
+            samples = generate_samples(
+                plan.examples, generator, plan.inputs.generation, cast(SchemaProfile, plan.inputs.schema_profile),
+                advance, db_engine=db_engine, style=plan.style, journal=journal,
+            )  # fmt: skip
+        except Exception as error:  # a backend failure (network, model) ends the run with its message
+            raise GenerationError(f"generation failed: {type(error).__name__}: {error}") from error
     return generator, tuple(tuple(items) for items in samples)
 
 

@@ -58,7 +58,7 @@ def interactive_metrics(records: Sequence[EpisodeRecord], turns: int) -> dict[st
     }
 
 
-def check_interactive(*, predictions: object, n: int, ray: object, ves_repeats: int) -> None:
+def check_interactive(*, predictions: object, n: int, ray: object, ves_repeats: int, resume: bool = False) -> None:
     """Refuse the single-turn options an interactive evaluation cannot honour (one clear line, exit 2)."""
     if predictions is not None:
         raise ConfigError("eval --turns needs a model: a prediction file has no turns (replay scripted turns "
@@ -69,6 +69,8 @@ def check_interactive(*, predictions: object, n: int, ray: object, ves_repeats: 
         raise ConfigError("eval --turns runs on this machine: --ray is for single-turn evaluations")
     if ves_repeats:
         raise ConfigError("eval --turns does not time answers: --ves-repeats is for single-turn evaluations")
+    if resume:
+        raise ConfigError("eval --turns starts its episodes anew: --resume is for single-turn evaluations")
 
 
 def run_interactive_eval(request: RolloutRequest, phase: Phase) -> RolloutRun:
