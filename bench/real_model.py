@@ -6,12 +6,14 @@ computes log-probabilities) in fp32 against bf16 autocast over the same fp32 wei
 on a CPU too); and TRL's fused LM head on an RL-shaped batch (16 sequences, only the completion scored),
 as TRL runs it on a CPU against ``cpu_lm_head`` (completion positions only, 512-token tiles), and against that
 with the frozen layers kept out of the autograd graph, each pass in a process of its own so that its peak memory
-is its own; and glibc's mapping threshold (heap.py) on that pass and on greedy generation.
+is its own; and glibc's mapping threshold (heap.py) on that pass and on greedy generation; and the transformers
+backend's static KV cache against ``generate``'s dynamic one on a batch of the paper's long answers.
 
     .venv/bin/python bench/real_model.py --questions 32 --repeat 3 --threads 2
     .venv/bin/python bench/real_model.py --only precision --repeat 5
     .venv/bin/python bench/real_model.py --only lm-head --repeat 3
     .venv/bin/python bench/real_model.py --only heap --repeat 2
+    .venv/bin/python bench/real_model.py --only cache --questions 16 --max-tokens 1024 --repeat 1
 
 Needs the fetched model (``progress-sql models fetch smollm2-135m``) and ``../shared/data/spider``.
 Prints the medians and their ratios; ``--write`` records them in docs/benchmarks.md.
@@ -39,7 +41,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
     parser.add_argument("--sft-steps", type=int, default=2)
-    parser.add_argument("--only", choices=("generation", "warm-start", "precision", "lm-head", "heap"), default=None)
+    parts = ("generation", "warm-start", "precision", "lm-head", "heap", "cache")
+    parser.add_argument("--only", choices=parts, default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
@@ -67,6 +70,9 @@ def main() -> None:
         return
     if args.only == "heap":
         heap(args)
+        return
+    if args.only == "cache":
+        kv_cache(args)
         return
     style = PROMPT_STYLES["small"]
     examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
@@ -112,6 +118,40 @@ def generation_speed(conversations: Any, config: Any, batched: Any, single: Any,
     for label, value in medians.items():
         print(f"generation, {label}: {value:.1f} s for {count} questions ({value / count:.2f} s each)")
     print(f"batched speed-up: {medians['one at a time'] / medians['batches of 16']:.2f}x")
+
+
+def kv_cache(args: argparse.Namespace) -> None:
+    """One batch of ``--questions`` Spider dev questions in the paper's prompt style (its full schema, reasoning
+    first) to ``--max-tokens``, through the transformers backend with the dynamic cache and with the static one,
+    interleaved; the answers compared."""
+    from progress_sql.backends.base import GenerationConfig
+    from progress_sql.backends.hf import TransformersBackend
+    from progress_sql.data.ddl import db_details
+    from progress_sql.prompts import PROMPT_STYLES, opening_messages
+    from progress_sql.training.pretrained import HeldOut, heldout_examples
+
+    style = PROMPT_STYLES["paper"]
+    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
+    conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+    config = GenerationConfig(max_tokens=args.max_tokens)
+    static = TransformersBackend.from_pretrained("smollm2-135m", batch_size=args.questions)
+    arms = {"dynamic (generate's default)": TransformersBackend(static.model, static.tokenizer,
+                                                                 batch_size=args.questions, cache_implementation=None),
+            "static": static}  # fmt: skip
+    times: dict[str, list[float]] = {label: [] for label in arms}
+    answers: dict[str, list[list[str]]] = {}
+    for _ in range(args.repeat):
+        for label, backend in arms.items():
+            start = time.perf_counter()
+            answers[label] = backend.generate(conversations, config)
+            times[label].append(time.perf_counter() - start)
+            print(f"{label}: {times[label][-1]:.1f} s")
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    (dynamic, dynamic_answers), (_, static_answers) = zip(medians.values(), answers.values(), strict=True)
+    same = sum(a == b for a, b in zip(dynamic_answers, static_answers, strict=True))
+    print(f"{len(examples)} questions, up to {args.max_tokens} new tokens: dynamic {dynamic:.1f} s, static "
+          f"{medians['static']:.1f} s ({dynamic / medians['static']:.2f}x); the same answers for {same} of "
+          f"{len(examples)}")  # fmt: skip
 
 
 def precision(args: argparse.Namespace) -> None:

@@ -54,3 +54,14 @@ def test_chat_template_is_used_when_present(tiny: tuple[Any, Any]) -> None:
         assert backend._prompt(initial_messages("", "q")).endswith("user: Question: q\nassistant:")
     finally:
         tokenizer.chat_template = None
+
+
+def test_the_static_cache_gives_the_dynamic_caches_answers(tiny: tuple[Any, Any]) -> None:
+    """The default static KV cache (one allocation per batch) decodes what ``generate``'s dynamic cache does:
+    left-padded prompts of different lengths, greedy and sampled with a seed."""
+    static, dynamic = TransformersBackend(*tiny), TransformersBackend(*tiny, cache_implementation=None)
+    assert static.cache_implementation == "static"
+    assert "static KV cache" in static.draws
+    conversations = [initial_messages("", "how many singers?"), initial_messages("", "list the names of all singers")]
+    for config in (GenerationConfig(max_tokens=12), GenerationConfig(n=2, temperature=1.0, max_tokens=12, seed=5)):
+        assert static.generate(conversations, config) == dynamic.generate(conversations, config)
