@@ -38,6 +38,15 @@ def test_a_journal_reads_back_what_it_recorded(tmp_path: Path) -> None:
     assert journaled(tmp_path) == 0
 
 
+def test_any_text_a_backend_returns_reads_back_the_same(tmp_path: Path) -> None:
+    texts = ["a\nb\u2028c", "lone \ud800 surrogate", "", "日本語 ' \" \\"]
+    with GenerationJournal.open(tmp_path, IDENTITY, resume=False) as journal:
+        journal.record([(0, conversation_key(0, [{"role": "user", "content": "\udcff?"}]), texts)])
+    with GenerationJournal.open(tmp_path, IDENTITY, resume=True) as again:
+        assert list(again.answers.values()) == [texts]
+    assert len((tmp_path / JOURNAL_FILE).read_text(encoding="utf-8").splitlines()) == 2
+
+
 def test_a_line_cut_short_by_a_kill_is_generated_again(tmp_path: Path) -> None:
     with GenerationJournal.open(tmp_path, IDENTITY, resume=False) as journal:
         journal.record([(0, "k0", ["SELECT 1"])])

@@ -1,6 +1,7 @@
 """The generation journal of an ``eval`` run: every answer a backend returns, appended to the run folder
 as its batch finishes, so that an interrupted run (a killed job, a lost machine, a spent budget) can go on
-with ``eval --resume`` and generate only the questions it had not reached (docs/evaluation.md#resuming).
+with ``eval --resume`` and generate only the questions it had not reached
+(docs/evaluation.md#resuming-a-long-generation).
 
 ``generations.jsonl``: a header line naming what generated the answers (backend, model, decoding, prompt
 style, schema profile, engine), then one line per question, ``{"index", "key", "texts"}``. ``key`` is a
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from progress_sql.errors import ConfigError
+from progress_sql.jsonio import dumps_line, read_text
 from progress_sql.prompts import Message
 
 JOURNAL_FILE = "generations.jsonl"
@@ -27,7 +29,7 @@ JOURNAL_VERSION = 1
 def conversation_key(index: int, messages: Sequence[Message]) -> str:
     """The key of one question's answers: its example index and the exact messages sent."""
     text = json.dumps([index, [[m["role"], m["content"]] for m in messages]], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(slots=True)
@@ -66,13 +68,12 @@ class GenerationJournal:
         assert self._handle is not None, "journal used after close"
         for index, key, texts in answered:
             self.answers[key] = list(texts)
-            entry = {"index": index, "key": key, "texts": list(texts)}
-            self._handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._handle.write(dumps_line({"index": index, "key": key, "texts": list(texts)}) + "\n")
         self._sync()
 
     def _append(self, entry: Mapping[str, Any]) -> None:
         assert self._handle is not None, "journal used after close"
-        self._handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self._handle.write(dumps_line(entry) + "\n")
         self._sync()
 
     def _sync(self) -> None:
@@ -119,7 +120,7 @@ def _drop_cut_tail(path: Path) -> None:
 
 def _read(path: Path, identity: Mapping[str, Any]) -> dict[str, list[str]]:
     """The answers of the journal at ``path``; ConfigError when it is not one, or another identity's."""
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = read_text(path, "generation journal").split("\n")
     try:
         header = json.loads(lines[0])
     except json.JSONDecodeError:
