@@ -141,6 +141,7 @@ def test_an_interrupted_eval_resumes_where_it_stopped(
     resumed = _eval(shop, tmp_path / "out", replay, "--resume")
     assert resumed.exit_code == 0, resumed.output
     assert len(counting.sent) == 2  # only the questions the first run had not reached
+    assert "generating with counting (4 answers kept from generations.jsonl)" in resumed.output
     records = [(tmp_path / name / "samples.jsonl").read_text(encoding="utf-8") for name in ("whole", "out")]
     assert records[0] == records[1]
 

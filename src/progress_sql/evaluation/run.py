@@ -46,7 +46,7 @@ def generate_samples(
     backend: Any,
     config: GenerationConfig,
     profile: SchemaProfile,
-    advance: Callable[[int], object] = lambda n: None,
+    progress: Callable[[int, int], Callable[[int], object]] = lambda todo, kept: lambda n: None,
     *,
     db_engine: str = "SQLite",
     style: PromptStyle | None = None,
@@ -56,8 +56,9 @@ def generate_samples(
     paper's by default) for every example whose database is present and extract the SQL of each
     response in that style's format; the examples without a database get an empty list.
     With a ``journal``, the questions it answered are not sent again and every new answer is appended
-    to it as its batch finishes. ``advance(k)`` is called after each batch of ``k`` examples (once
-    first for those the journal answered)."""
+    to it as its batch finishes. ``progress(to_generate, kept)`` is called once, with the number of
+    questions to send and of those the journal answered, and returns ``advance``, called after each
+    batch of ``k`` questions with ``k``."""
     style = style or PAPER_STYLE
     samples: list[list[Sample]] = [[] for _ in examples]
     present = [i for i, e in enumerate(examples) if database_problem(e) is None]
@@ -81,8 +82,7 @@ def generate_samples(
             todo.append(i)
         else:
             keep(i, kept)
-    if len(todo) < len(present):
-        advance(len(present) - len(todo))
+    advance = progress(len(todo), len(present) - len(todo))
     for start in range(0, len(todo), GENERATION_BATCH):
         batch = todo[start : start + GENERATION_BATCH]
         responses = backend.generate([conversations[i] for i in batch], config)
@@ -591,12 +591,14 @@ def _generate(
             request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
             api_key=request.api_key, sampling=request.sampling,
         )  # fmt: skip
-        present = sum(database_problem(e) is None for e in plan.examples)
-        advance = phase(f"generating with {request.backend}", present)
+        def progress(todo: int, kept: int) -> Callable[[int], None]:
+            resumed = f" ({kept} answers kept from {JOURNAL_FILE})" if kept else ""
+            return phase(f"generating with {request.backend}{resumed}", todo)
+
         try:
             samples = generate_samples(
                 plan.examples, generator, plan.inputs.generation, cast(SchemaProfile, plan.inputs.schema_profile),
-                advance, db_engine=db_engine, style=plan.style, journal=journal,
+                progress, db_engine=db_engine, style=plan.style, journal=journal,
             )  # fmt: skip
         except Exception as error:  # a backend failure (network, model) ends the run with its message
             raise GenerationError(f"generation failed: {type(error).__name__}: {error}") from error
