@@ -50,33 +50,21 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from progress_sql.backends.base import GenerationConfig
     from progress_sql.backends.hf import TransformersBackend
-    from progress_sql.data.ddl import db_details
-    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat, opening_messages
+    from progress_sql.prompts import PROMPT_STYLES, ChatTemplateFormat
     from progress_sql.training.pretrained import (
         ChatPrompts,
-        HeldOut,
         WarmStartSettings,
-        heldout_examples,
         train_top_layers,
         warm_start_examples,
     )
     from progress_sql.training.sft import run_sft
 
-    if args.only == "precision":
-        precision(args)
-        return
-    if args.only == "lm-head":
-        lm_head(args)
-        return
-    if args.only == "heap":
-        heap(args)
-        return
-    if args.only == "cache":
-        kv_cache(args)
+    separate = {"precision": precision, "lm-head": lm_head, "heap": heap, "cache": kv_cache}
+    if args.only in separate:
+        separate[args.only](args)
         return
     style = PROMPT_STYLES["small"]
-    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
-    conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+    examples, conversations = _heldout_conversations("small", args)
     config = GenerationConfig(max_tokens=args.max_tokens)
     batched = TransformersBackend.from_pretrained("smollm2-135m", batch_size=16)
     single = TransformersBackend(batched.model, batched.tokenizer, batch_size=1)
@@ -120,19 +108,25 @@ def generation_speed(conversations: Any, config: Any, batched: Any, single: Any,
     print(f"batched speed-up: {medians['one at a time'] / medians['batches of 16']:.2f}x")
 
 
+def _heldout_conversations(style_name: str, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """``--questions`` held-out Spider dev examples and their opening conversations in prompt style ``style_name``."""
+    from progress_sql.data.ddl import db_details
+    from progress_sql.prompts import PROMPT_STYLES, opening_messages
+    from progress_sql.training.pretrained import HeldOut, heldout_examples
+
+    style = PROMPT_STYLES[style_name]
+    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
+    return examples, [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+
+
 def kv_cache(args: argparse.Namespace) -> None:
     """One batch of ``--questions`` Spider dev questions in the paper's prompt style (its full schema, reasoning
     first) to ``--max-tokens``, through the transformers backend with the dynamic cache and with the static one,
     interleaved; the answers compared."""
     from progress_sql.backends.base import GenerationConfig
     from progress_sql.backends.hf import TransformersBackend
-    from progress_sql.data.ddl import db_details
-    from progress_sql.prompts import PROMPT_STYLES, opening_messages
-    from progress_sql.training.pretrained import HeldOut, heldout_examples
 
-    style = PROMPT_STYLES["paper"]
-    examples = heldout_examples(HeldOut(size=args.questions), args.data_dir)
-    conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+    examples, conversations = _heldout_conversations("paper", args)
     config = GenerationConfig(max_tokens=args.max_tokens)
     static = TransformersBackend.from_pretrained("smollm2-135m", batch_size=args.questions)
     arms = {"dynamic (generate's default)": TransformersBackend(static.model, static.tokenizer,

@@ -57,7 +57,7 @@ class GenerationJournal:
             journal._handle = path.open("a", encoding="utf-8")
         else:
             journal._handle = path.open("w", encoding="utf-8")
-            journal._append({"journal": JOURNAL_VERSION, "identity": identity})
+            journal._write([{"journal": JOURNAL_VERSION, "identity": identity}])
         return journal
 
     def get(self, key: str) -> list[str] | None:
@@ -65,19 +65,14 @@ class GenerationJournal:
 
     def record(self, answered: Sequence[tuple[int, str, Sequence[str]]]) -> None:
         """Keep a batch's answers, ``(index, key, texts)`` per question: on disk before this returns."""
-        assert self._handle is not None, "journal used after close"
-        for index, key, texts in answered:
+        for _, key, texts in answered:
             self.answers[key] = list(texts)
-            self._handle.write(dumps_line({"index": index, "key": key, "texts": list(texts)}) + "\n")
-        self._sync()
+        self._write([{"index": index, "key": key, "texts": list(texts)} for index, key, texts in answered])
 
-    def _append(self, entry: Mapping[str, Any]) -> None:
+    def _write(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Append ``entries``, a line each, and sync them to disk."""
         assert self._handle is not None, "journal used after close"
-        self._handle.write(dumps_line(entry) + "\n")
-        self._sync()
-
-    def _sync(self) -> None:
-        assert self._handle is not None
+        self._handle.write("".join(dumps_line(entry) + "\n" for entry in entries))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 

@@ -591,6 +591,7 @@ def _generate(
             request.backend or "", base_url=request.base_url, model=request.model, replay=request.replay,
             api_key=request.api_key, sampling=request.sampling,
         )  # fmt: skip
+
         def progress(todo: int, kept: int) -> Callable[[int], None]:
             resumed = f" ({kept} answers kept from {JOURNAL_FILE})" if kept else ""
             return phase(f"generating with {request.backend}{resumed}", todo)
