@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--layers", type=int, default=10, help="trainable top layers of the partial warm start")
     parser.add_argument("--sft-steps", type=int, default=2)
-    parts = ("generation", "warm-start", "precision", "lm-head", "heap", "cache")
+    parts = ("generation", "warm-start", "precision", "lm-head", "heap", "cache", "prefix")
     parser.add_argument("--only", choices=parts, default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -59,7 +59,7 @@ def main() -> None:
     )
     from progress_sql.training.sft import run_sft
 
-    separate = {"precision": precision, "lm-head": lm_head, "heap": heap, "cache": kv_cache}
+    separate = {"precision": precision, "lm-head": lm_head, "heap": heap, "cache": kv_cache, "prefix": shared_prefix}
     if args.only in separate:
         separate[args.only](args)
         return
@@ -146,6 +146,45 @@ def kv_cache(args: argparse.Namespace) -> None:
     print(f"{len(examples)} questions, up to {args.max_tokens} new tokens: dynamic {dynamic:.1f} s, static "
           f"{medians['static']:.1f} s ({dynamic / medians['static']:.2f}x); the same answers for {same} of "
           f"{len(examples)}")  # fmt: skip
+
+
+def shared_prefix(args: argparse.Namespace) -> None:
+    """The first ``--questions`` Spider dev questions as ``eval`` sends them (16 at a time, one database's
+    questions in a row), the paper's prompt style, to ``--max-tokens``: batches of 16 with each batch's shared prefix
+    (instructions and schema) stored once, against left-padded batches with the static cache, interleaved;
+    the answers compared."""
+    from progress_sql.backends.base import GenerationConfig
+    from progress_sql.backends.hf import TransformersBackend
+    from progress_sql.data.ddl import db_details
+    from progress_sql.data.tasks import resolve_task
+    from progress_sql.evaluation.run import GENERATION_BATCH
+    from progress_sql.prompts import PROMPT_STYLES, opening_messages
+
+    style = PROMPT_STYLES["paper"]
+    _, examples = resolve_task("spider-dev", args.data_dir)
+    examples = [e for e in examples if Path(e.db_path).is_file()][: args.questions]
+    conversations = [opening_messages(e, db_details(e.db_path, style.schema_profile), style=style) for e in examples]
+    config = GenerationConfig(max_tokens=args.max_tokens)
+    shared = TransformersBackend.from_pretrained("smollm2-135m")
+    arms = {"left-padded, static cache": TransformersBackend(shared.model, shared.tokenizer, share_prefix=False),
+            "shared prefix": shared}  # fmt: skip
+    times: dict[str, list[float]] = {label: [] for label in arms}
+    answers: dict[str, list[list[str]]] = {}
+    chunks = [conversations[i : i + GENERATION_BATCH] for i in range(0, len(conversations), GENERATION_BATCH)]
+    for _ in range(args.repeat):
+        for label, backend in arms.items():
+            start = time.perf_counter()
+            answers[label] = [texts for chunk in chunks for texts in backend.generate(chunk, config)]
+            times[label].append(time.perf_counter() - start)
+            print(f"{label}: {times[label][-1]:.1f} s")
+    (padded, padded_answers), (prefixed, prefixed_answers) = (
+        (statistics.median(times[label]), answers[label]) for label in arms
+    )
+    same = sum(a == b for a, b in zip(padded_answers, prefixed_answers, strict=True))
+    databases = len({e.db_id for e in examples})
+    print(f"{len(examples)} questions ({databases} databases), up to {args.max_tokens} new tokens: left-padded "
+          f"{padded:.1f} s, shared prefix {prefixed:.1f} s ({padded / prefixed:.2f}x); the same answers for {same} "
+          f"of {len(examples)}")  # fmt: skip
 
 
 def precision(args: argparse.Namespace) -> None:

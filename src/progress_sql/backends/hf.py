@@ -46,7 +46,12 @@ class TransformersBackend:
     batch at its final length). ``generate``'s default, the dynamic cache, concatenates every layer's keys and
     values at every new token: on a CPU that copying took 63% of a batch of the paper's 1,024-token answers,
     a step 2.3x the static cache's by the 550th token (docs/benchmarks.md#the-kv-cache-on-a-cpu); the greedy
-    answers are the same. ``None`` keeps the model's own default."""
+    answers are the same. ``None`` keeps the model's own default.
+
+    Prompts that begin with the same tokens (the instructions and one database's schema) are batched together
+    with that prefix computed once and stored once (:mod:`progress_sql.backends.shared_prefix`): each decoding
+    step reads it once for the batch instead of once per row. ``share_prefix=False``, or a model that
+    module has not been checked against, keeps every batch on the path above."""
 
     name = "transformers"
 
@@ -58,6 +63,7 @@ class TransformersBackend:
         use_chat_template: bool | None = None,
         batch_size: int = 16,
         cache_implementation: str | None = "static",
+        share_prefix: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -65,6 +71,11 @@ class TransformersBackend:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.cache_implementation = cache_implementation
+        if share_prefix:
+            from progress_sql.backends.shared_prefix import supports_shared_prefix
+
+            share_prefix = supports_shared_prefix(model)
+        self.share_prefix = share_prefix
         if tokenizer.pad_token_id is None:  # left padding needs a pad token; eos is the usual stand-in
             tokenizer.pad_token = tokenizer.eos_token
         has_template = bool(getattr(tokenizer, "chat_template", None))
@@ -73,9 +84,10 @@ class TransformersBackend:
     @property
     def draws(self) -> str:
         cache = f"{self.cache_implementation} KV cache" if self.cache_implementation else "KV cache"
+        shared = "; prompts sharing a prefix batched with it stored once" if self.share_prefix else ""
         return (
             f"batched generate calls (left-padded, up to {self.batch_size} conversations, {cache}) "
-            "with num_return_sequences=n"
+            f"with num_return_sequences=n{shared}"
         )
 
     @classmethod
@@ -103,13 +115,28 @@ class TransformersBackend:
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
         sampling = config.temperature > 0
+        decoding: dict[str, Any] = {
+            "do_sample": sampling,
+            "temperature": config.temperature if sampling else None,
+            "top_p": config.top_p if sampling else None,
+            "top_k": 0 if sampling else None,
+            "max_new_tokens": config.max_tokens,
+            "eos_token_id": eos,
+        }
         prompts = [self._prompt(messages) for messages in conversations]
-        lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
-        order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+        tokens = [self.tokenizer(p).input_ids for p in prompts]
         results: list[list[str]] = [[] for _ in prompts]
+        groups, alone = self._groups(tokens)
         was_training = self.model.training
         self.model.eval()
         try:
+            for group, prefix in groups:
+                from progress_sql.backends.shared_prefix import generate_with_shared_prefix
+
+                rows = [tokens[i] for i in group for _ in range(config.n)]
+                new_tokens = generate_with_shared_prefix(self.model, rows, prefix, pad, **decoding)
+                self._keep(results, group, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
+            order = sorted(alone, key=lambda i: len(tokens[i]))
             for start in range(0, len(order), self.batch_size):
                 chosen = order[start : start + self.batch_size]
                 encoded = self.tokenizer(
@@ -118,20 +145,26 @@ class TransformersBackend:
                 with torch.inference_mode():
                     output = self.model.generate(
                         **encoded,
-                        do_sample=sampling,
-                        temperature=config.temperature if sampling else None,
-                        top_p=config.top_p if sampling else None,
-                        top_k=0 if sampling else None,
-                        max_new_tokens=config.max_tokens,
+                        **decoding,
                         num_return_sequences=config.n,
                         pad_token_id=pad,
-                        eos_token_id=eos,
                         **({"cache_implementation": self.cache_implementation} if self.cache_implementation else {}),
                     )
                 new_tokens = output[:, encoded["input_ids"].shape[1] :]
-                texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-                for position, i in enumerate(chosen):
-                    results[i] = texts[position * config.n : (position + 1) * config.n]
+                self._keep(results, chosen, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
         finally:
             self.model.train(was_training)
         return results
+
+    def _groups(self, tokens: Sequence[Sequence[int]]) -> tuple[list[tuple[list[int], int]], list[int]]:
+        """Batches of prompts sharing a prefix (with its length) and the prompts for the standard path."""
+        if not self.share_prefix:
+            return [], list(range(len(tokens)))
+        from progress_sql.backends.shared_prefix import prefix_groups
+
+        return prefix_groups(tokens, self.batch_size)
+
+    @staticmethod
+    def _keep(results: list[list[str]], chosen: Sequence[int], texts: Sequence[str], n: int) -> None:
+        for position, i in enumerate(chosen):
+            results[i] = list(texts[position * n : (position + 1) * n])
