@@ -149,7 +149,7 @@ def kv_cache(args: argparse.Namespace) -> None:
 
 
 def shared_prefix(args: argparse.Namespace) -> None:
-    """The first ``--questions`` Spider dev questions as ``eval`` sends them (16 at a time, one database's
+    """The first ``--questions`` Spider dev questions as ``eval`` sends them (64 at a time, one database's
     questions in a row), the paper's prompt style, to ``--max-tokens``: batches of 16 with each batch's shared prefix
     (instructions and schema) stored once, against left-padded batches with the static cache, interleaved;
     the answers compared."""

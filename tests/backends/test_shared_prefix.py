@@ -15,6 +15,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward  # n
 from progress_sql.backends.base import GenerationConfig  # noqa: E402
 from progress_sql.backends.hf import TransformersBackend  # noqa: E402
 from progress_sql.backends.shared_prefix import (  # noqa: E402
+    Decoding,
     Halves,
     prefix_groups,
     shared_prefix_attention,
@@ -41,33 +42,48 @@ class _Module:
 
 
 @pytest.mark.parametrize("q_len", [1, 5])
-def test_attention_equals_sdpa_over_the_prefix_and_padded_own_tokens(q_len: int) -> None:
-    """Cascade attention (the prefix once, each row's own tokens, softmax parts combined) gives what SDPA
-    gives over each row's whole sequence, with padding between the prefix and a row's own tokens."""
+def test_attention_equals_sdpa_over_the_prefix_and_each_rows_own_tokens(q_len: int) -> None:
+    """Cascade attention (the prefix once, each row's own tokens, softmax parts combined) gives what SDPA gives
+    over each row's whole sequence, rows at different own lengths (a row's later own slots are stale)."""
     gen = torch.Generator().manual_seed(0)
-    batch, heads, kv_heads, dim, prefix_len, own_len = 3, 4, 2, 8, 7, 6
+    batch, heads, kv_heads, dim, prefix_len, width = 3, 4, 2, 8, 7, 9
     query = torch.randn(batch, heads, q_len, dim, generator=gen)
     prefix_k, prefix_v = (torch.randn(1, kv_heads, prefix_len, dim, generator=gen) for _ in range(2))
-    own_k, own_v = (torch.randn(batch, kv_heads, own_len, dim, generator=gen) for _ in range(2))
-    visible = torch.ones(batch, 1, q_len, prefix_len + own_len, dtype=torch.bool)
-    visible[1, :, :, prefix_len : prefix_len + 2] = False  # row 1: two pads after the prefix
-    for i in range(q_len):  # causal over the own tokens: query i is own token own_len - q_len + i
-        visible[:, :, i, prefix_len + own_len - q_len + i + 1 :] = False
-    ours, _ = shared_prefix_attention(_Module(), query, Halves(prefix_k, own_k), Halves(prefix_v, own_v), visible)
-    whole_k = torch.cat([prefix_k.expand(batch, -1, -1, -1), own_k], dim=2)
-    whole_v = torch.cat([prefix_v.expand(batch, -1, -1, -1), own_v], dim=2)
-    reference, _ = sdpa_attention_forward(_Module(), query, whole_k, whole_v, visible, scaling=dim**-0.5)
-    assert ours.shape == reference.shape == (batch, q_len, heads, dim)
-    torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-6)
+    own_k, own_v = (torch.randn(batch, kv_heads, width, dim, generator=gen) for _ in range(2))
+    starts = torch.tensor([width - q_len, 2, 0])  # row i's queries are its own tokens starts[i] ..
+    ours, _ = shared_prefix_attention(
+        _Module(), query, Halves(prefix_k, own_k, starts), Halves(prefix_v, own_v, starts), None
+    )
+    assert ours.shape == (batch, q_len, heads, dim)
+    for row in range(batch):
+        seen = int(starts[row]) + q_len  # the row's own tokens up to its last query
+        whole_k = torch.cat([prefix_k[0], own_k[row, :, :seen]], dim=1)[None]
+        whole_v = torch.cat([prefix_v[0], own_v[row, :, :seen]], dim=1)[None]
+        causal = torch.ones(q_len, prefix_len + seen, dtype=torch.bool).tril(prefix_len + seen - q_len)[None, None]
+        reference, _ = sdpa_attention_forward(
+            _Module(), query[row : row + 1], whole_k, whole_v, causal, scaling=dim**-0.5
+        )
+        torch.testing.assert_close(ours[row : row + 1], reference, rtol=1e-5, atol=1e-6)
+
+
+def test_sampling_keeps_transformers_top_p_set() -> None:
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+
+    logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(1)) * 3
+    for temperature, top_p in ((1.0, 0.9), (0.7, 0.5), (1.3, 0.99)):
+        ours = Decoding(8, 0, temperature, top_p).sampling_scores(logits)
+        theirs = TopPLogitsWarper(top_p)(None, TemperatureLogitsWarper(temperature)(None, logits.clone()))
+        assert torch.equal(ours.isinf(), theirs.isinf())
+        torch.testing.assert_close(ours[~ours.isinf()], theirs[~theirs.isinf()])
 
 
 def test_prompts_are_grouped_by_their_shared_prefix() -> None:
     a, b = [1] * 80, [2] * 90
-    prompts = [[*a, 5], [*b, 6, 7], [*a, 8, 9], [3] * 10, [*b, 4], [*a, 6]]
-    groups, alone = prefix_groups(prompts, batch_size=2)
-    assert groups == [([0, 5], 80), ([4, 1], 90)]  # token order: a+[5] < a+[6] < a+[8, 9]; b+[4] < b+[6, 7]
-    assert alone == [2, 3]  # a third a-prompt past the batch size, and one with no long shared prefix
-    assert worth_sharing([a + [1] * 600, [*a, 2]]) == 0  # an own part too long for the prefill's scores
+    prompts = [[*a, 5], [*b, 6, 7], [*a, 8, 9], [3] * 10, [*b, 4], [*a, 6], [*a[:40], 9]]
+    groups, alone = prefix_groups(prompts)
+    assert groups == [([0, 5, 2], 80), ([4, 1], 90)]  # token order: a+[5] < a+[6] < a+[8, 9]; b+[4] < b+[6, 7]
+    assert alone == [3, 6]  # no long prefix shared with any other
+    assert worth_sharing([a + [1] * 600, [*a, 2]]) == 0  # an own part too long
 
 
 def test_the_backend_answers_as_the_standard_path(tiny: tuple[Any, Any]) -> None:
@@ -75,8 +91,8 @@ def test_the_backend_answers_as_the_standard_path(tiny: tuple[Any, Any]) -> None
     two schemas' questions interleaved form two groups, a lone question takes the standard path."""
     model, tokenizer = tiny
     assert supports_shared_prefix(model)
-    shared = TransformersBackend(model, tokenizer, batch_size=4)
-    standard = TransformersBackend(model, tokenizer, batch_size=4, share_prefix=False)
+    shared = TransformersBackend(model, tokenizer, batch_size=2)  # four questions a schema: rows are refilled
+    standard = TransformersBackend(model, tokenizer, batch_size=2, share_prefix=False)
     assert shared.share_prefix
     assert "stored once" in shared.draws
     assert not standard.share_prefix

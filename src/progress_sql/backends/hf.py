@@ -48,10 +48,10 @@ class TransformersBackend:
     a step 2.3x the static cache's by the 550th token (docs/benchmarks.md#the-kv-cache-on-a-cpu); the greedy
     answers are the same. ``None`` keeps the model's own default.
 
-    Prompts that begin with the same tokens (the instructions and one database's schema) are batched together
-    with that prefix computed once and stored once (:mod:`progress_sql.backends.shared_prefix`): each decoding
-    step reads it once for the batch instead of once per row. ``share_prefix=False``, or a model that
-    module has not been checked against, keeps every batch on the path above."""
+    Prompts that begin with the same tokens (the instructions and one database's schema) are decoded together
+    with that prefix computed once and stored once, ``batch_size`` rows kept busy (a row whose answer ends takes
+    the next prompt): :mod:`progress_sql.backends.shared_prefix`. ``share_prefix=False``, or a model that module
+    has not been checked against, keeps every batch on the path above."""
 
     name = "transformers"
 
@@ -131,10 +131,11 @@ class TransformersBackend:
         self.model.eval()
         try:
             for group, prefix in groups:
-                from progress_sql.backends.shared_prefix import generate_with_shared_prefix
+                from progress_sql.backends.shared_prefix import Decoding, decode_shared_prefix
 
                 rows = [tokens[i] for i in group for _ in range(config.n)]
-                new_tokens = generate_with_shared_prefix(self.model, rows, prefix, pad, **decoding)
+                choice = Decoding(config.max_tokens, eos, config.temperature, config.top_p)
+                new_tokens = decode_shared_prefix(self.model, rows, prefix, self.batch_size, choice)
                 self._keep(results, group, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
             order = sorted(alone, key=lambda i: len(tokens[i]))
             for start in range(0, len(order), self.batch_size):
@@ -162,7 +163,7 @@ class TransformersBackend:
             return [], list(range(len(tokens)))
         from progress_sql.backends.shared_prefix import prefix_groups
 
-        return prefix_groups(tokens, self.batch_size)
+        return prefix_groups(tokens)
 
     @staticmethod
     def _keep(results: list[list[str]], chosen: Sequence[int], texts: Sequence[str], n: int) -> None:
