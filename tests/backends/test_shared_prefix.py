@@ -66,6 +66,18 @@ def test_attention_equals_sdpa_over_the_prefix_and_each_rows_own_tokens(q_len: i
         torch.testing.assert_close(ours[row : row + 1], reference, rtol=1e-5, atol=1e-6)
 
 
+def test_half_precision_attention_is_combined_in_fp32() -> None:
+    gen = torch.Generator().manual_seed(2)
+    query = torch.randn(2, 4, 1, 8, generator=gen)
+    prefix, own = torch.randn(1, 2, 30, 8, generator=gen), torch.randn(2, 2, 5, 8, generator=gen)
+    starts = torch.tensor([4, 2])
+    full, _ = shared_prefix_attention(_Module(), query, Halves(prefix, own, starts), Halves(prefix, own, starts), None)
+    halves = Halves(prefix.bfloat16(), own.bfloat16(), starts)
+    half, _ = shared_prefix_attention(_Module(), query.bfloat16(), halves, halves, None)
+    assert half.dtype == torch.bfloat16
+    torch.testing.assert_close(half.float(), full, rtol=2e-2, atol=2e-2)
+
+
 def test_sampling_keeps_transformers_top_p_set() -> None:
     from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 

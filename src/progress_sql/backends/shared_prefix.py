@@ -105,6 +105,16 @@ def shared_prefix_attention(
     """Attention of ``query`` ``[rows, heads, q, d]`` over the shared prefix (every query comes after all of it)
     and each row's own tokens up to its own position (``key.starts``). Returns ``[rows, q, heads, d]``, as
     transformers' attention functions do; ``attention_mask`` is not used (the cache knows each row's extent)."""
+    if query.dtype != torch.float32:  # bf16 / fp16 weights: the softmax parts are combined in fp32
+        wide = shared_prefix_attention(
+            module,
+            query.float(),
+            Halves(key.prefix.float(), key.own.float(), key.starts),
+            Halves(value.prefix.float(), value.own.float(), value.starts),
+            attention_mask,
+            scaling,
+        )[0]
+        return wide.to(query.dtype), None
     batch, heads, q_len, dim = query.shape
     kv_heads = key.prefix.shape[1]
     group = heads // kv_heads  # query head h reads kv head h // group (transformers' repeat_kv order)
