@@ -17,6 +17,7 @@ from progress_sql.backends.hf import TransformersBackend  # noqa: E402
 from progress_sql.backends.shared_prefix import (  # noqa: E402
     Decoding,
     Halves,
+    decode_shared_prefix,
     prefix_groups,
     shared_prefix_attention,
     supports_shared_prefix,
@@ -76,6 +77,15 @@ def test_half_precision_attention_is_combined_in_fp32() -> None:
     half, _ = shared_prefix_attention(_Module(), query.bfloat16(), halves, halves, None)
     assert half.dtype == torch.bfloat16
     torch.testing.assert_close(half.float(), full, rtol=2e-2, atol=2e-2)
+
+
+def test_answers_that_end_at_their_first_token_free_the_row_for_the_next(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    prompts = [tokenizer(SCHEMA_A + question).input_ids for question in ("how many?", "list", "names by age")]
+    prefix = worth_sharing(prompts)
+    assert prefix > 0
+    answers = decode_shared_prefix(model, prompts, prefix, 1, Decoding(max_new_tokens=1, eos_token_id=0))
+    assert [len(answer) for answer in answers] == [1, 1, 1]
 
 
 def test_sampling_keeps_transformers_top_p_set() -> None:

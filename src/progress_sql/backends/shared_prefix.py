@@ -294,7 +294,7 @@ def decode_shared_prefix(
         try:
             while True:
                 for row in range(rows):
-                    if owner[row] is None and waiting:
+                    while owner[row] is None and waiting:  # an answer can end with its first token
                         index = waiting.popleft()
                         own = torch.tensor([list(prompts[index][prefix_len:])], device=device)
                         cursor.rows, cursor.width = slice(row, row + 1), own.shape[1]
