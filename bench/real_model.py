@@ -150,8 +150,8 @@ def kv_cache(args: argparse.Namespace) -> None:
 
 def shared_prefix(args: argparse.Namespace) -> None:
     """The first ``--questions`` Spider dev questions as ``eval`` sends them (64 at a time, one database's
-    questions in a row), the paper's prompt style, to ``--max-tokens``: batches of 16 with each batch's shared prefix
-    (instructions and schema) stored once, against left-padded batches with the static cache, interleaved;
+    questions in a row), the paper's prompt style, to ``--max-tokens``: 16 rows kept busy with the shared prefix
+    (instructions and schema) stored once, against left-padded batches of 16 with the static cache, interleaved;
     the answers compared."""
     from progress_sql.backends.base import GenerationConfig
     from progress_sql.backends.hf import TransformersBackend

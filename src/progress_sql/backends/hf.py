@@ -84,7 +84,7 @@ class TransformersBackend:
     @property
     def draws(self) -> str:
         cache = f"{self.cache_implementation} KV cache" if self.cache_implementation else "KV cache"
-        shared = "; prompts sharing a prefix batched with it stored once" if self.share_prefix else ""
+        shared = "; prompts sharing a prefix decoded with it stored once, rows refilled" if self.share_prefix else ""
         return (
             f"batched generate calls (left-padded, up to {self.batch_size} conversations, {cache}) "
             f"with num_return_sequences=n{shared}"
@@ -134,7 +134,8 @@ class TransformersBackend:
                 from progress_sql.backends.shared_prefix import Decoding, decode_shared_prefix
 
                 rows = [tokens[i] for i in group for _ in range(config.n)]
-                choice = Decoding(config.max_tokens, eos, config.temperature, config.top_p)
+                ends = eos if eos is not None else -1  # no end-of-sequence token: every answer runs to max_tokens
+                choice = Decoding(config.max_tokens, ends, config.temperature, config.top_p)
                 new_tokens = decode_shared_prefix(self.model, rows, prefix, self.batch_size, choice)
                 self._keep(results, group, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
             order = sorted(alone, key=lambda i: len(tokens[i]))
