@@ -25,7 +25,7 @@ from progress_sql.execution.printf_guard import (
     guard_stopped,
     start_statement,
 )
-from progress_sql.sql.parse import MAX_PAREN_DEPTH, paren_depth
+from progress_sql.sql.parse import MAX_PAREN_DEPTH, parens_deeper_than
 from progress_sql.types import ExecResult, Row
 
 _MIB = 2**20
@@ -122,7 +122,7 @@ def statement_gate(sql: str) -> str | None:
     # PostgreSQL's planner takes memory superlinear in the nesting (2,000 nested subqueries: 1.2 GB in
     # the backend, beyond work_mem and beyond the worker's cap); the limit is the ODT's, on every engine,
     # so that a query's verdict does not depend on where it runs and no benchmark query comes near it.
-    if paren_depth(sql) > MAX_PAREN_DEPTH:
+    if parens_deeper_than(sql, MAX_PAREN_DEPTH):
         return f"parentheses nested deeper than {MAX_PAREN_DEPTH}"
     return None
 

@@ -40,7 +40,7 @@ from progress_sql.sql.parse import (
     MAX_SQL_CHARS,
     ParseFailure,
     ast_depth,
-    paren_depth,
+    parens_deeper_than,
     parse_statements,
     strip_sql,
 )
@@ -116,7 +116,7 @@ def parse_script(sql: str, dialect: str = DEFAULT_DIALECT) -> tuple[exp.Expr, ..
     text = strip_sql(sql) if isinstance(sql, str) else ""
     if not text:
         return ParseFailure("empty SQL")
-    if len(text) > MAX_SQL_CHARS or paren_depth(text) > 100:
+    if len(text) > MAX_SQL_CHARS or parens_deeper_than(text, 100):
         return ParseFailure("SQL too long or nested too deeply to analyse")
     statements = parse_statements(text, dialect)
     if isinstance(statements, ParseFailure):
