@@ -52,14 +52,24 @@ def machine() -> dict[str, str]:
 
 def write_section(doc: Path, title: str, section: str) -> None:
     """Replace (or append) the section headed ``title`` (e.g. "## ODT") of ``doc``; create the file;
-    say where it went."""
+    say where it went. What the section replaces ends at the next ``## `` heading or at the first
+    ``### `` heading the new text does not hold itself: the dated subsections written by hand under
+    a benchmark's section (earlier figures, with their commands) stay."""
     text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_HEADER
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == title), None)
     if start is None:
         new_text = text.rstrip("\n") + "\n\n" + section
     else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        own = {line.strip() for line in section.splitlines() if line.startswith("### ")}
+        end = next(
+            (
+                i
+                for i in range(start + 1, len(lines))
+                if lines[i].startswith("## ") or (lines[i].startswith("### ") and lines[i].strip() not in own)
+            ),
+            len(lines),
+        )
         new_text = "\n".join([*lines[:start], *section.rstrip("\n").splitlines(), "", *lines[end:]]).rstrip("\n") + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(new_text if new_text.endswith("\n") else new_text + "\n", encoding="utf-8")
