@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers", reason="the transformers back
 
 from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: E402
 
-from progress_sql.backends.base import GenerationConfig  # noqa: E402
+from progress_sql.backends.base import AnswerReporting, GenerationConfig  # noqa: E402
 from progress_sql.backends.hf import TransformersBackend  # noqa: E402
 from progress_sql.backends.shared_prefix import (  # noqa: E402
     Decoding,
@@ -132,3 +132,20 @@ def test_the_backend_answers_as_the_standard_path(tiny: tuple[Any, Any]) -> None
     outputs = shared.generate(conversations, sampled)
     assert [len(choices) for choices in outputs] == [2] * len(conversations)
     assert shared.generate(conversations, sampled) == outputs
+
+
+def test_the_backend_reports_each_conversation_as_its_answers_end(tiny: tuple[Any, Any]) -> None:
+    """Shared-prefix groups report one conversation at a time, as its n answers end (before the call
+    returns); the left-padded path reports each batch; every conversation is reported once."""
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer, batch_size=2)
+    assert isinstance(backend, AnswerReporting)
+    questions = ["how many singers?", "list the names", "how many singers are there by age?", "list names"]
+    conversations = [[{"role": "system", "content": SCHEMA_A}, {"role": "user", "content": q}] for q in questions]
+    conversations += [[{"role": "user", "content": "a question alone"}], [{"role": "user", "content": "and one more"}]]
+    steps: list[int] = []
+    config = GenerationConfig(n=2, temperature=1.0, max_tokens=8, seed=5)
+    outputs = backend.generate_reporting(conversations, config, steps.append)
+    assert sum(steps) == len(conversations)
+    assert steps.count(1) >= len(questions)  # the group's four, one by one
+    assert outputs == backend.generate(conversations, config)  # reporting changes no answer

@@ -159,3 +159,48 @@ def test_resume_needs_a_backend(shop: Path, tmp_path: Path) -> None:  # noqa: F8
     )  # fmt: skip
     assert result.exit_code == 2
     assert "--resume keeps the answers a backend generated" in " ".join(result.output.split())
+
+
+class _Reporting(ReplayBackend):
+    """The replay backend, saying after each conversation that its answers are done (as the transformers
+    backend's decode loop does); ``steps`` records every bar step of the run, ``reported`` its own."""
+
+    def __init__(self, script: Mapping[str, list[str]], steps: list[tuple[str, int]]) -> None:
+        super().__init__(script)
+        self.steps = steps
+
+    def generate_reporting(
+        self, conversations: Sequence[Sequence[Message]], config: GenerationConfig, answered: Any
+    ) -> list[list[str]]:
+        outputs = []
+        for messages in conversations:
+            outputs += self.generate([messages], config)
+            self.steps.append(("reported", 1))
+            answered(1)
+        return outputs
+
+
+def test_the_bar_moves_per_answer_where_the_backend_reports_them(
+    shop: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from progress_sql.data.tasks import load_task
+    from progress_sql.evaluation.run import generate_samples
+
+    monkeypatch.setattr(eval_run, "GENERATION_BATCH", 4)
+    examples = load_task(str(shop / "questions.json"), None)
+    script = {q["question"]: [f"<think>t</think><sql>{p}</sql>"] for q, p in zip(QUESTIONS, PREDICTIONS, strict=True)}
+    steps: list[tuple[str, int]] = []
+    backend = _Reporting(script, steps)
+
+    def progress(todo: int, kept: int) -> Any:
+        steps.append(("todo", todo))
+        return lambda n: steps.append(("bar", n))
+
+    samples = generate_samples(examples, backend, GenerationConfig(), "full", progress)
+    assert steps[0] == ("todo", 6)  # the six questions whose database is present
+    bar = [n for kind, n in steps if kind == "bar"]
+    assert bar == [1] * 6  # each answer as it came, nothing left to add after a call
+    assert [kind for kind, _ in steps[1:]] == ["reported", "bar"] * 6  # during the calls, not after
+    assert sum(bool(items) for items in samples) == 6

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from progress_sql.errors import ConfigError
 from progress_sql.prompts import Message
@@ -41,3 +41,15 @@ class Backend(Protocol):
     def draws(self) -> str: ...
 
     def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]: ...
+
+
+@runtime_checkable
+class AnswerReporting(Protocol):
+    """A backend that says as it goes how many conversations have all their answers, so that a long
+    call's progress bar moves per answer (``eval`` sends 64 questions a call; a CPU model takes minutes)."""
+
+    def generate_reporting(
+        self, conversations: Sequence[Sequence[Message]], config: GenerationConfig, answered: Callable[[int], object]
+    ) -> list[list[str]]:
+        """:meth:`Backend.generate`, calling ``answered(k)`` as ``k`` more conversations are done."""
+        ...

@@ -3,7 +3,7 @@ role lines (docs/environment.md#generation-backends-and-progress-sql-rollout).""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from progress_sql.backends.base import GenerationConfig
@@ -108,6 +108,12 @@ class TransformersBackend:
         return render_plain(messages)
 
     def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]:
+        return self.generate_reporting(conversations, config, lambda k: None)
+
+    def generate_reporting(
+        self, conversations: Sequence[Sequence[Message]], config: GenerationConfig, answered: Callable[[int], object]
+    ) -> list[list[str]]:
+        """:meth:`generate`, calling ``answered(k)`` as ``k`` more conversations have all their answers."""
         import torch
 
         if config.seed is not None:
@@ -136,7 +142,14 @@ class TransformersBackend:
                 rows = [tokens[i] for i in group for _ in range(config.n)]
                 ends = eos if eos is not None else -1  # no end-of-sequence token: every answer runs to max_tokens
                 choice = Decoding(config.max_tokens, ends, config.temperature, config.top_p)
-                new_tokens = decode_shared_prefix(self.model, rows, prefix, self.batch_size, choice)
+                pending = [config.n] * len(group)  # answers still running, per conversation of the group
+
+                def finished(row: int, pending: list[int] = pending) -> None:
+                    pending[row // config.n] -= 1
+                    if not pending[row // config.n]:
+                        answered(1)
+
+                new_tokens = decode_shared_prefix(self.model, rows, prefix, self.batch_size, choice, finished)
                 self._keep(results, group, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
             order = sorted(alone, key=lambda i: len(tokens[i]))
             for start in range(0, len(order), self.batch_size):
@@ -154,6 +167,7 @@ class TransformersBackend:
                     )
                 new_tokens = output[:, encoded["input_ids"].shape[1] :]
                 self._keep(results, chosen, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
+                answered(len(chosen))
         finally:
             self.model.train(was_training)
         return results

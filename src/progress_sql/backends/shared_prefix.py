@@ -13,7 +13,7 @@ answers of 440 on average) (docs/benchmarks.md#a-shared-prompt-prefix-on-a-cpu).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -257,11 +257,17 @@ class Decoding:
 
 
 def decode_shared_prefix(
-    model: Any, prompts: Sequence[Sequence[int]], prefix_len: int, rows: int, decoding: Decoding
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    prefix_len: int,
+    rows: int,
+    decoding: Decoding,
+    finished: Callable[[int], object] = lambda index: None,
 ) -> list[list[int]]:
     """Each prompt's new tokens (its end-of-sequence token included when it came), for ``prompts`` that share
     their first ``prefix_len`` tokens, decoded ``rows`` at a time: the prefix once, then each prompt's own tokens
-    prefilled when a row is free, every busy row advanced one token a step."""
+    prefilled when a row is free, every busy row advanced one token a step. ``finished(index)`` is called as
+    each prompt's answer ends (a progress bar's step)."""
     device = model.device
     rows = min(rows, len(prompts))
     capacity = max(len(p) for p in prompts) - prefix_len + decoding.max_new_tokens
@@ -277,6 +283,7 @@ def decode_shared_prefix(
         answer.append(token)
         last[row] = token
         if token == decoding.eos_token_id or len(answer) >= decoding.max_new_tokens:
+            finished(owner[row])  # type: ignore[arg-type]
             owner[row] = None
             filled[row] = 0
 

@@ -9,7 +9,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
-from progress_sql.backends.base import GenerationConfig
+from progress_sql.backends.base import AnswerReporting, GenerationConfig
 from progress_sql.cluster.shards import ShardOutput, ShardRunner
 from progress_sql.data.ddl import SchemaProfile, db_details
 from progress_sql.data.loaders import database_problem, nothing_scored
@@ -59,8 +59,9 @@ def generate_samples(
     response in that style's format; the examples without a database get an empty list.
     With a ``journal``, the questions it answered are not sent again and every new answer is appended
     to it as its batch finishes. ``progress(to_generate, kept)`` is called once, with the number of
-    questions to send and of those the journal answered, and returns ``advance``, called after each
-    batch of ``k`` questions with ``k``."""
+    questions to send and of those the journal answered, and returns ``advance``, called with ``k`` as
+    ``k`` more questions are answered: after each call, or during it where the backend reports its
+    answers (:class:`~progress_sql.backends.base.AnswerReporting`)."""
     style = style or PAPER_STYLE
     samples: list[list[Sample]] = [[] for _ in examples]
     present = [i for i, e in enumerate(examples) if database_problem(e) is None]
@@ -87,12 +88,17 @@ def generate_samples(
     advance = progress(len(todo), len(present) - len(todo))
     for start in range(0, len(todo), GENERATION_BATCH):
         batch = todo[start : start + GENERATION_BATCH]
-        responses = backend.generate([conversations[i] for i in batch], config)
+        told = _counted(advance)  # a backend that reports its answers moves the bar during the call
+        if isinstance(backend, AnswerReporting):
+            responses = backend.generate_reporting([conversations[i] for i in batch], config, told)
+        else:
+            responses = backend.generate([conversations[i] for i in batch], config)
         for i, texts in zip(batch, responses, strict=True):
             keep(i, texts)
         if journal is not None:
             journal.record([(examples[i].index, keys[i], texts) for i, texts in zip(batch, responses, strict=True)])
-        advance(len(batch))
+        if told.done < len(batch):
+            advance(len(batch) - told.done)
     return samples
 
 
@@ -671,7 +677,7 @@ def _judge_here(
 class _counted:  # noqa: N801 - used as a function
     """An ``advance(n)`` callback that also counts what it was told."""
 
-    def __init__(self, advance: Callable[[int], None]) -> None:
+    def __init__(self, advance: Callable[[int], object]) -> None:
         self.advance = advance
         self.done = 0
 
