@@ -144,9 +144,9 @@ class TransformersBackend:
                 choice = Decoding(config.max_tokens, ends, config.temperature, config.top_p)
                 pending = [config.n] * len(group)  # answers still running, per conversation of the group
 
-                def finished(row: int, pending: list[int] = pending) -> None:
-                    pending[row // config.n] -= 1
-                    if not pending[row // config.n]:
+                def finished(index: int, pending: list[int] = pending) -> None:  # index into rows
+                    pending[index // config.n] -= 1
+                    if not pending[index // config.n]:
                         answered(1)
 
                 new_tokens = decode_shared_prefix(self.model, rows, prefix, self.batch_size, choice, finished)
