@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from progress_sql.backends.base import GenerationConfig
+from progress_sql.backends.base import AnswerReporting, GenerationConfig
 from progress_sql.backends.openai_compat import BackendError, OpenAICompatibleBackend
 from progress_sql.prompts import initial_messages
 from tests.json_http import JsonHandler
@@ -138,3 +138,21 @@ def test_unreachable_server_is_a_clear_error() -> None:
     backend = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "tiny", retries=0, timeout=2)
     with pytest.raises(BackendError, match="cannot reach"):
         backend.generate([initial_messages("", "q")], GenerationConfig())
+
+
+@pytest.mark.parametrize(
+    ("n", "max_choices", "sampling"), [(1, None, "n"), (4, None, "n"), (4, 2, "n"), (3, None, "separate")]
+)
+def test_each_conversation_is_reported_once_with_all_its_samples(
+    server: ChatServer, n: int, max_choices: int | None, sampling: str
+) -> None:
+    """``answered(1)`` per conversation, when its last sample came (the first request's, or the last of the
+    separate requests for the samples a capped server left out), whatever the order the threads finish."""
+    server.max_choices = max_choices
+    backend = OpenAICompatibleBackend(server.base_url, "tiny", concurrency=3, sampling=sampling)  # type: ignore[arg-type]
+    assert isinstance(backend, AnswerReporting)
+    conversations = [initial_messages("", f"q{i}") for i in range(5)]
+    steps: list[int] = []
+    outputs = backend.generate_reporting(conversations, GenerationConfig(n=n, temperature=1.0, seed=2), steps.append)
+    assert steps == [1] * 5
+    assert [len(texts) for texts in outputs] == [n] * 5

@@ -9,7 +9,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal
@@ -70,17 +71,40 @@ class OpenAICompatibleBackend:
     def generate(self, conversations: Sequence[Sequence[Message]], config: GenerationConfig) -> list[list[str]]:
         """``config.n`` texts per conversation, in order. Sample ``k`` drawn by a separate request uses
         seed ``seed + k`` (``k`` when no seed is given), so the extra samples differ and a run repeats."""
+        return self.generate_reporting(conversations, config, lambda k: None)
+
+    def generate_reporting(
+        self, conversations: Sequence[Sequence[Message]], config: GenerationConfig, answered: Callable[[int], object]
+    ) -> list[list[str]]:
+        """:meth:`generate`, calling ``answered(1)`` as each conversation has all its samples (from the
+        request threads, one call at a time)."""
+        reporting = threading.Lock()
+
+        def first(messages: Sequence[Message]) -> list[str]:
+            texts = self._complete(messages, config)
+            if len(texts) >= config.n:
+                with reporting:
+                    answered(1)
+            return texts
+
         with ThreadPoolExecutor(self.concurrency) as pool:
             if self.sampling == "separate" or config.n == 1:
                 outputs: list[list[str]] = [[] for _ in conversations]
             else:
-                outputs = list(pool.map(lambda messages: self._complete(messages, config), conversations))
+                outputs = list(pool.map(first, conversations))
                 self._note_choices(min(len(texts) for texts in outputs) if outputs else config.n, config.n)
             missing = [(i, k) for i, texts in enumerate(outputs) for k in range(len(texts), config.n)]
-            extra = pool.map(
-                lambda item: self._complete(conversations[item[0]], _one_sample(config, item[1]))[0], missing
-            )
-            for (i, _k), text in zip(missing, extra, strict=True):
+            pending = Counter(i for i, _ in missing)
+
+            def extra(item: tuple[int, int]) -> str:
+                text = self._complete(conversations[item[0]], _one_sample(config, item[1]))[0]
+                with reporting:
+                    pending[item[0]] -= 1
+                    if not pending[item[0]]:
+                        answered(1)
+                return text
+
+            for (i, _k), text in zip(missing, pool.map(extra, missing), strict=True):
                 outputs[i].append(text)
         return outputs
 
