@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 _SPEC = importlib.util.spec_from_file_location("bench_common", REPO_ROOT / "bench" / "_common.py")
@@ -16,29 +18,32 @@ _SPEC.loader.exec_module(_COMMON)
 write_section = _COMMON.write_section
 
 
-def test_the_section_is_replaced_and_the_dated_subsections_stay(tmp_path: Path) -> None:
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(
+CASES = {
+    "the section is replaced, the dated subsections under it stay": (
         "# Benchmarks\n\n## ODT\n\nold table\n\n### Round two (2026-12-05)\n\nkept figures\n\n## Environment\n\nenv\n",
-        encoding="utf-8",
-    )
-    write_section(doc, "## ODT", "## ODT\n\nnew table\n")
-    assert doc.read_text(encoding="utf-8") == (
-        "# Benchmarks\n\n## ODT\n\nnew table\n\n### Round two (2026-12-05)\n\nkept figures\n\n## Environment\n\nenv\n"
-    )
+        "## ODT",
+        "## ODT\n\nnew table\n",
+        "# Benchmarks\n\n## ODT\n\nnew table\n\n### Round two (2026-12-05)\n\nkept figures\n\n## Environment\n\nenv\n",
+    ),
+    "a subsection the new text holds is replaced with it": (
+        "## Results\n\nold\n\n### Examples per check\n\nold examples\n\n## Notes\n\nn\n",
+        "## Results",
+        "## Results\n\nnew\n\n### Examples per check\n\nnew examples\n",
+        "## Results\n\nnew\n\n### Examples per check\n\nnew examples\n\n## Notes\n\nn\n",
+    ),
+    "a missing section is appended": (
+        "# Benchmarks\n\n## ODT\n\nodt\n",
+        "## Peers",
+        "## Peers\n\npeers\n",
+        "# Benchmarks\n\n## ODT\n\nodt\n\n## Peers\n\npeers\n",
+    ),
+}
 
 
-def test_a_subsection_the_new_text_holds_is_replaced_with_it(tmp_path: Path) -> None:
-    doc = tmp_path / "audit.md"
-    doc.write_text("## Results\n\nold\n\n### Examples per check\n\nold examples\n\n## Notes\n\nn\n", encoding="utf-8")
-    write_section(doc, "## Results", "## Results\n\nnew\n\n### Examples per check\n\nnew examples\n")
-    assert doc.read_text(encoding="utf-8") == (
-        "## Results\n\nnew\n\n### Examples per check\n\nnew examples\n\n## Notes\n\nn\n"
-    )
-
-
-def test_a_missing_section_is_appended(tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_write_section(case: str, tmp_path: Path) -> None:
+    before, title, section, after = CASES[case]
     doc = tmp_path / "benchmarks.md"
-    doc.write_text("# Benchmarks\n\n## ODT\n\nodt\n", encoding="utf-8")
-    write_section(doc, "## Peers", "## Peers\n\npeers\n")
-    assert doc.read_text(encoding="utf-8") == "# Benchmarks\n\n## ODT\n\nodt\n\n## Peers\n\npeers\n"
+    doc.write_text(before, encoding="utf-8")
+    write_section(doc, title, section)
+    assert doc.read_text(encoding="utf-8") == after
