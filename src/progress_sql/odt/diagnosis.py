@@ -133,13 +133,12 @@ def _reported(found: Collection[Finding], config: OdtConfig) -> tuple[tuple[Find
     """The findings ``config`` reports (its tag set) in report order, and their distinct codes."""
     if not found:  # a third of real predictions
         return (), ()
+    kept = found if config.tag_set is None else [f for f in found if config.emits(f.tag)]
+    if len(kept) == 1:  # nothing to order (a third of the rest)
+        (only,) = kept
+        return (only,), (only.tag,)
     rank = _tag_rank(config.tag_order)
-    findings = tuple(
-        sorted(
-            (f for f in found if config.emits(f.tag)),
-            key=lambda f: (len(f.location), f.location, rank[f.tag]),
-        )
-    )
+    findings = tuple(sorted(kept, key=lambda f: (len(f.location), f.location, rank[f.tag])))
     return findings, tuple(sorted({f.tag for f in findings}, key=rank.__getitem__))
 
 
