@@ -102,6 +102,31 @@ def test_evaluate_writes_the_same_records_with_analysis_processes(
     assert store.prepare(examples[0]).reference == fresh.prepare(examples[0]).reference
 
 
+def test_an_answer_repeated_against_the_same_gold_is_diagnosed_once(
+    lenses_db: Path, pool: ExecutionPool, analysis: AnalysisPool
+) -> None:
+    """Paraphrased questions share a gold and often an answer: ``evaluate`` sends each distinct
+    (answer, gold) pair to the processes once and gives every example its diagnosis."""
+    golds = [GOLDS[0], GOLDS[0], GOLDS[0], GOLDS[1], GOLDS[1]]
+    answers = [ANSWERS[0], ANSWERS[0], GOLDS[0], ANSWERS[1], ANSWERS[1]]
+    examples = [Example(i, "?", "contact_lenses", str(lenses_db), gold) for i, gold in enumerate(golds)]
+    samples = [[Sample(answer)] for answer in answers]
+    sent: list[tuple[str, Any]] = []
+
+    class Counting(AnalysisPool):
+        def diagnoses(self, pairs: Sequence[tuple[str, Any]], config: OdtConfig) -> Any:
+            sent.extend(pairs)
+            return super().diagnoses(pairs, config)
+
+    with Counting(1) as counting:
+        records = evaluate(examples, samples, GoldStore(get_preset("spider"), pool=pool, analysis=counting))
+    assert sorted(sql for sql, _ in sent) == sorted([ANSWERS[0], GOLDS[0], ANSWERS[1]])
+    without = evaluate(examples, samples, GoldStore(get_preset("spider"), pool=pool))
+    assert records == without
+    assert records[0].f_struct is not None
+    assert records[3].tags == records[4].tags != ()
+
+
 def test_references_built_in_the_processes_fill_the_cache_directory(
     lenses_db: Path, pool: ExecutionPool, analysis: AnalysisPool, tmp_path: Path
 ) -> None:

@@ -151,16 +151,25 @@ def _diagnose_beside(
 ) -> Callable[[], dict[int, Diagnosis]]:
     """With the store's analysis processes, the diagnoses of the answers that need no result to be
     chosen (the only sample of their example), computed there while the caller runs the queries;
-    by example index. Without them, none (each answer is diagnosed when it is judged)."""
+    by example index. Without them, none (each answer is diagnosed when it is judged). An answer
+    repeated against the same gold (paraphrased questions: a fifth of Spider dev's pairs for a
+    published system) is diagnosed once, as the store keeps its own diagnoses."""
     if store.analysis is None:
         return dict
     chosen = [
-        (example.index, items[0].sql or "", gold.reference)
+        (example.index, (items[0].sql or "", gold.reference))
         for (example, items), gold in zip(present, golds, strict=True)
         if len(items) == 1 and gold.error is None
     ]
-    later = store.analysis.diagnoses([(sql, reference) for _, sql, reference in chosen], store.odt)
-    return lambda: {index: diagnosis for (index, _, _), diagnosis in zip(chosen, later(), strict=True)}
+    # by the answer and its reference object: one object per prepared gold, so the same inputs
+    distinct = list({(sql, id(reference)): (sql, reference) for _, (sql, reference) in chosen}.values())
+    later = store.analysis.diagnoses(distinct, store.odt)
+
+    def collect() -> dict[int, Diagnosis]:
+        made = {(sql, id(reference)): diagnosis for (sql, reference), diagnosis in zip(distinct, later(), strict=True)}
+        return {index: made[sql, id(reference)] for index, (sql, reference) in chosen}
+
+    return collect
 
 
 def _levels_beside(absent: Sequence[Example], store: GoldStore) -> Callable[[], dict[int, Hardness | None]]:
