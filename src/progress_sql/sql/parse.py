@@ -37,6 +37,9 @@ _PARENS = re.compile(r"[()]")
 #: Invisible characters that editors and models leave around a query (BOM, zero-width spaces).
 _INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
 _WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
+#: What :func:`strip_sql` removes at each end (built once: it runs twice in every diagnosis).
+_STRIP_LEFT = _WHITESPACE + _INVISIBLE
+_STRIP_RIGHT = _STRIP_LEFT + ";"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ def strip_sql(sql: str) -> str:
     """
     # str.strip with a character set is linear; a regular expression anchored at the end rescans
     # from every position and is quadratic on long runs of whitespace.
-    return sql.lstrip(_WHITESPACE + _INVISIBLE).rstrip(_WHITESPACE + _INVISIBLE + ";")
+    return sql.lstrip(_STRIP_LEFT).rstrip(_STRIP_RIGHT)
 
 
 def paren_depth(sql: str) -> int:
