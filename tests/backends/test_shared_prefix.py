@@ -108,6 +108,30 @@ def test_prompts_are_grouped_by_their_shared_prefix() -> None:
     assert worth_sharing([a + [1] * 600, [*a, 2]]) == 0  # an own part too long
 
 
+def test_a_transformers_without_the_cache_argument_takes_the_standard_path(tiny: tuple[Any, Any]) -> None:
+    """transformers 5.17 (a GPU machine's, and [trl-gpu]'s pin) names the cache ``past_key_values`` in a
+    model's forward and outputs; the loop is written against ``cache``, so such a model is not shared-prefix
+    decoded (the GPU check of 2026-12-06 failed on ``output.cache`` there before this gate)."""
+    model, tokenizer = tiny
+
+    class OlderApi(type(model)):  # type: ignore[misc]
+        def forward(self, input_ids: Any = None, past_key_values: Any = None, **kwargs: Any) -> Any:
+            kwargs.setdefault("cache", past_key_values)  # generate() passes it by its new name
+            return super().forward(input_ids=input_ids, **kwargs)
+
+    older = OlderApi(model.config).eval()
+    older.load_state_dict(model.state_dict())
+    assert supports_shared_prefix(model)
+    assert not supports_shared_prefix(older)
+    backend = TransformersBackend(older, tokenizer, batch_size=2)
+    assert not backend.share_prefix
+    conversations = [[{"role": "user", "content": SCHEMA_A + question}] for question in ("how many?", "list names")]
+    answers = backend.generate(conversations, GenerationConfig(max_tokens=4))
+    assert answers == TransformersBackend(model, tokenizer, batch_size=2, share_prefix=False).generate(
+        conversations, GenerationConfig(max_tokens=4)
+    )
+
+
 def test_the_backend_answers_as_the_standard_path(tiny: tuple[Any, Any]) -> None:
     """Greedy and seeded sampled answers through shared-prefix batches equal those of left-padded batches;
     two schemas' questions interleaved form two groups, a lone question takes the standard path."""

@@ -12,6 +12,7 @@ answers of 440 on average) (docs/benchmarks.md#a-shared-prompt-prefix-on-a-cpu).
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -159,15 +160,28 @@ MODEL_TYPES = frozenset({"llama", "qwen2"})  # checked against the standard path
 
 def supports_shared_prefix(model: Any) -> bool:
     """Whether ``model`` attends as :func:`shared_prefix_attention` computes: a checked architecture, full
-    attention in every layer, sdpa or eager attention (no softcapping, sinks or position biases)."""
+    attention in every layer, sdpa or eager attention (no softcapping, sinks or position biases), and a
+    transformers whose models take and return their cache as ``cache`` (the loop's API; transformers
+    5.17, a GPU machine's and ``[trl-gpu]``'s, still calls it ``past_key_values``: there the standard
+    left-padded path runs)."""
     config = model.config
     layer_types = getattr(config, "layer_types", None) or ()
     return (
-        getattr(config, "model_type", None) in MODEL_TYPES
+        _takes_cache(model)
+        and getattr(config, "model_type", None) in MODEL_TYPES
         and getattr(config, "_attn_implementation", None) in {"sdpa", "eager"}
         and not getattr(config, "use_sliding_window", False)
         and all(kind == "full_attention" for kind in layer_types)
     )
+
+
+def _takes_cache(model: Any) -> bool:
+    """Whether ``model``'s forward takes the ``cache`` argument (transformers releases that renamed
+    ``past_key_values``)."""
+    try:
+        return "cache" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # no signature to read: not a model this loop was checked against
+        return False
 
 
 def common_prefix(sequences: Sequence[Sequence[int]]) -> int:

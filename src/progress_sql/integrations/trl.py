@@ -5,9 +5,10 @@ how they fit TRL: docs/architecture.md#the-trl-adapter-integrationstrlpy.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -603,7 +604,7 @@ def grpo_trainer(
     trainer = ExampleIdTrainer(
         model=model,
         reward_funcs=component_reward_funcs(reward),
-        args=GRPOConfig(**_renamed_checkpointing(args)),
+        args=GRPOConfig(**_renamed_checkpointing(args, {f.name for f in dataclasses.fields(GRPOConfig)})),
         train_dataset=_training_rows(prompts),
         processing_class=tokenizer,
         rollout_func=rollout,
@@ -620,13 +621,16 @@ def grpo_trainer(
     return trainer
 
 
-def _renamed_checkpointing(args: Mapping[str, Any]) -> dict[str, Any]:
+def _renamed_checkpointing(args: Mapping[str, Any], fields: Collection[str]) -> dict[str, Any]:
     """``args`` with activation checkpointing under transformers 5's name: TRL 1.16's configs default the
     old ``gradient_checkpointing`` to True (trl@1.16.0 trainer/base_config.py:62), and transformers
     5.24's ``TrainingArguments`` warns (a FutureWarning in every run's log) when it resolves the old name
     into ``activation_checkpointing`` (training_args.py:1533-1545). Given the new name, it does not; the
-    values are TRL's default or the caller's, under either name."""
+    values are TRL's default or the caller's, under either name. ``fields``: the config's field names;
+    an older transformers (5.17, a GPU machine's) has only the old name, and ``args`` go as they are."""
     settings = dict(args)
+    if "activation_checkpointing" not in fields:
+        return settings
     settings.setdefault("activation_checkpointing", settings.pop("gradient_checkpointing", True))
     if "gradient_checkpointing_kwargs" in settings:
         settings.setdefault("activation_checkpointing_kwargs", settings.pop("gradient_checkpointing_kwargs"))

@@ -413,7 +413,7 @@ def run_sft(
     if gradient_checkpointing:
         # Non-reentrant: the frozen layers below hand the first trainable one an input that needs no
         # gradient, which reentrant checkpointing would take as "nothing to differentiate".
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        _checkpointing_enable(model, {"use_reentrant": False})
         # ... and no input that needs a gradient (transformers adds one for reentrant checkpoints): the frozen
         # layers stay out of the autograd graph, and the backward pass stops at the lowest trainable layer.
         model.disable_input_require_grads()
@@ -468,7 +468,7 @@ def run_sft(
     finally:
         model.eval()
         if gradient_checkpointing:
-            model.activation_checkpointing_disable()
+            _checkpointing_disable(model)
     tail = losses[-10:]
     return SftReport(
         steps=step,
@@ -493,3 +493,18 @@ __all__ = [
     "run_sft",
     "sft_examples",
 ]
+
+
+def _checkpointing_enable(model: Any, kwargs: dict[str, Any]) -> None:
+    """Activation checkpointing on, under the name of the installed transformers (5.17, a GPU machine's,
+    still calls it gradient checkpointing)."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def _checkpointing_disable(model: Any) -> None:
+    disable = getattr(model, "activation_checkpointing_disable", None)
+    (disable or model.gradient_checkpointing_disable)()
