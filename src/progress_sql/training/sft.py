@@ -481,20 +481,6 @@ def run_sft(
     )
 
 
-__all__ = [
-    "CORRUPTIONS",
-    "IGNORE_INDEX",
-    "EarlyStop",
-    "SftExample",
-    "SftReport",
-    "SftStep",
-    "corrupt",
-    "encode",
-    "run_sft",
-    "sft_examples",
-]
-
-
 def _checkpointing_enable(model: Any, kwargs: dict[str, Any]) -> None:
     """Activation checkpointing on, under the name of the installed transformers (5.17, a GPU machine's,
     still calls it gradient checkpointing)."""
@@ -508,3 +494,17 @@ def _checkpointing_enable(model: Any, kwargs: dict[str, Any]) -> None:
 def _checkpointing_disable(model: Any) -> None:
     disable = getattr(model, "activation_checkpointing_disable", None)
     (disable or model.gradient_checkpointing_disable)()
+
+
+__all__ = [
+    "CORRUPTIONS",
+    "IGNORE_INDEX",
+    "EarlyStop",
+    "SftExample",
+    "SftReport",
+    "SftStep",
+    "corrupt",
+    "encode",
+    "run_sft",
+    "sft_examples",
+]
