@@ -3,6 +3,7 @@ role lines (docs/environment.md#generation-backends-and-progress-sql-rollout).""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,36 @@ def load_tokenizer(path: str) -> Any:
     return AutoTokenizer.from_pretrained(path)
 
 
+@functools.cache
+def static_cache_keeps_each_dtype() -> bool:
+    """Whether the installed transformers' static KV cache stores keys and values each in its own dtype.
+
+    Under bf16 autocast (accelerate's mixed precision wraps a prepared model's forward in it) a Qwen2-style
+    layer's keys leave the rotary embedding in fp32 while its values stay bf16. transformers 5.24 allocates
+    each in its own dtype; up to 5.23 (5.17 on the GPU machine, [trl-gpu]'s pin) both take the keys' dtype and
+    the first update fails in ``index_copy_`` (the GPU check of 2026-12-06). Probed on two one-element
+    tensors rather than read from the version, so a backport counts."""
+    import torch
+    from transformers.cache_utils import StaticLayer
+
+    layer = StaticLayer(max_cache_len=1)
+    try:
+        layer.lazy_initialization(torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1, dtype=torch.bfloat16))
+    except (TypeError, AttributeError, RuntimeError):  # another signature: assume the older behaviour
+        return False
+    return bool(layer.values.dtype == torch.bfloat16)
+
+
+def runs_under_autocast(model: Any) -> bool:
+    """Whether ``model``'s forward runs under autocast: accelerate's mixed precision replaces a prepared model's
+    forward with an autocast-wrapped one and keeps the original as ``_original_forward``; or autocast is on
+    around the call for the model's device."""
+    import torch
+
+    device = getattr(getattr(model, "device", None), "type", "cpu")
+    return getattr(model, "_original_forward", None) is not None or torch.is_autocast_enabled(device)
+
+
 class TransformersBackend:
     """Generates with a causal LM and its tokenizer on CPU or GPU: conversations in left-padded batches
     of up to ``batch_size`` (sorted by prompt length, so that a batch pads little), each answer decoded
@@ -46,7 +77,9 @@ class TransformersBackend:
     batch at its final length). ``generate``'s default, the dynamic cache, concatenates every layer's keys and
     values at every new token: on a CPU that copying took 63% of a batch of the paper's 1,024-token answers,
     a step 2.3x the static cache's by the 550th token (docs/benchmarks.md#the-kv-cache-on-a-cpu); the greedy
-    answers are the same. ``None`` keeps the model's own default.
+    answers are the same. ``None`` keeps the model's own default. A model whose forward runs under autocast
+    gets the dynamic cache where the installed transformers' static one cannot hold keys and values of two
+    dtypes (:func:`static_cache_keeps_each_dtype`).
 
     Prompts that begin with the same tokens (the instructions and one database's schema) are decoded together
     with that prefix computed once and stored once, ``batch_size`` rows kept busy (a row whose answer ends takes
@@ -81,9 +114,18 @@ class TransformersBackend:
         has_template = bool(getattr(tokenizer, "chat_template", None))
         self.use_chat_template = has_template if use_chat_template is None else use_chat_template
 
+    def _cache(self) -> str | None:
+        """The cache this call generates with: the configured one, unless it is the static cache and that
+        would fail under the model's autocast."""
+        static = bool(self.cache_implementation) and "static" in str(self.cache_implementation)
+        if static and runs_under_autocast(self.model) and not static_cache_keeps_each_dtype():
+            return None
+        return self.cache_implementation
+
     @property
     def draws(self) -> str:
-        cache = f"{self.cache_implementation} KV cache" if self.cache_implementation else "KV cache"
+        implementation = self._cache()
+        cache = f"{implementation} KV cache" if implementation else "KV cache"
         shared = "; prompts sharing a prefix decoded with it stored once, rows refilled" if self.share_prefix else ""
         return (
             f"batched generate calls (left-padded, up to {self.batch_size} conversations, {cache}) "
@@ -133,6 +175,7 @@ class TransformersBackend:
         tokens = [self.tokenizer(p).input_ids for p in prompts]
         results: list[list[str]] = [[] for _ in prompts]
         groups, alone = self._groups(tokens)
+        implementation = self._cache()
         was_training = self.model.training
         self.model.eval()
         try:
@@ -163,7 +206,7 @@ class TransformersBackend:
                         **decoding,
                         num_return_sequences=config.n,
                         pad_token_id=pad,
-                        **({"cache_implementation": self.cache_implementation} if self.cache_implementation else {}),
+                        **({"cache_implementation": implementation} if implementation else {}),
                     )
                 new_tokens = output[:, encoded["input_ids"].shape[1] :]
                 self._keep(results, chosen, self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), config.n)
