@@ -23,6 +23,16 @@ from progress_sql.sql.extract import extract
         ("<think>a</think>\n```sql\nSELECT 3\n```", "SELECT 3", False, "fenced"),
         ("```\nSELECT 4\n```", "SELECT 4", False, "fenced"),
         ("select name from singer", "select name from singer", False, "bare"),
+        ("WITH c AS (SELECT 1) SELECT * FROM c", "WITH c AS (SELECT 1) SELECT * FROM c", False, "bare"),
+        (
+            "Answer: with t(a, b) as (select 1, 2) select a from t",
+            "with t(a, b) as (select 1, 2) select a from t",
+            False,
+            "bare",
+        ),
+        ('WITH RECURSIVE "n s" AS (SELECT 1) SELECT 1', 'WITH RECURSIVE "n s" AS (SELECT 1) SELECT 1', False, "bare"),
+        ("With the given schema, the singers can be counted.", None, False, "none"),
+        ("With this in mind: SELECT name FROM singer", "SELECT name FROM singer", False, "bare"),
         ("<think>I should SELECT the name</think> no answer", None, False, "none"),
         ("", None, False, "none"),
         ("I don't know", None, False, "none"),
@@ -35,7 +45,8 @@ def test_extract(text: str, sql: str | None, format_ok: bool, source: str) -> No
 
 
 def test_megabyte_of_unbalanced_tags_is_linear() -> None:
-    for text in ("<think>" * 150_000, "<sql>" * 150_000, "<think>a</think>" * 60_000, "```" * 300_000):
+    unclosed_ctes = ("with " * 200_000, 'with "' * 150_000, "with a (" * 120_000, "with a AS" * 100_000)
+    for text in ("<think>" * 150_000, "<sql>" * 150_000, "<think>a</think>" * 60_000, "```" * 300_000, *unclosed_ctes):
         result = extract(text)
         assert not result.format_ok
 
