@@ -16,13 +16,15 @@ time (``--alone``). ``--hosted-threads N`` adds the request-driven adapters' way
 ``HostedEpisode`` played on a pool of N threads (SkyRL steps its environments on ``max_env_workers``
 threads, 32 by default), each turn one call, once with each call its own round trip and once through
 the coalescer of concurrent steps (env/coalesce.py), the two interleaved repeat by repeat; its table
-adds the pool's batches per turn played (round trips to the workers). Measured per step: wall
+adds the pool's batches per turn played (round trips to the workers). ``--diagnosed-after`` adds, interleaved
+with each row, the same steps with every ODT diagnosis made after its result (planned, run, then taken: the
+order before the diagnoses overlapped the queries). Measured per step: wall
 seconds; the parent's CPU seconds (reading, judging, ODT, reward, feedback); the workers' CPU seconds
 (``/proc/<pid>/stat``, user + system) and the queries they ran, hence the worker CPU per query;
 trajectories per second. CPU times hold on a busy machine where wall times do not: the projection uses them.
 
     .venv/bin/python bench/rl_step.py [--prompts 64] [--group 8] [--turns 4] [--repeat 3] [--alone]
-        [--hosted-threads 32]
+        [--diagnosed-after] [--hosted-threads 32]
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +45,7 @@ from _common import add_output_options, command_line, machine, provenance, write
 from progress_sql.cluster.synthetic import SyntheticConfig, generate_dataset
 from progress_sql.data.loaders import load_spider
 from progress_sql.env import EnvConfig, SQLRefineEnv, StepResult, prepare_golds, step_many
-from progress_sql.env.core import make_store
+from progress_sql.env.core import make_store, run_turns
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool, OnResult, OnStart
 from progress_sql.integrations.hosted import HostedEpisode, HostSettings
@@ -64,12 +66,17 @@ class CountingPool(ExecutionPool):
         self._count = threading.Lock()
 
     def run_many(
-        self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[ExecResult]:
         with self._count:
             self.jobs += len(jobs)
             self.batches += 1
-        return super().run_many(jobs, on_start=on_start, on_result=on_result)
+        return super().run_many(jobs, on_start=on_start, on_result=on_result, meanwhile=meanwhile)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -112,8 +119,29 @@ class StepFigures:
     batches: int = 0
 
 
+def _diagnosed_after(pairs: Sequence[tuple[SQLRefineEnv, str]], *, alone: bool) -> list[StepResult]:
+    """The turns stepped as before the diagnoses overlapped the queries: planned, their SQL run (one batch,
+    or one round trip each), then taken with the results, so that every diagnosis follows its result."""
+    if alone:
+        steps = []
+        for env, response in pairs:  # one episode after another, as env.step did
+            turn = env.plan(response)
+            steps.append(env.take(turn, env.store.run_pred(turn.example, turn.sql) if turn.sql else None))
+        return steps
+    planned = [(env, env.plan(response)) for env, response in pairs]
+    results = run_turns(planned)
+    return [env.take(turn, result) for (env, turn), result in zip(planned, results, strict=True)]
+
+
 def one_step(
-    examples: Sequence[Example], responses: list[list[str]], group: int, turns: int, workers: int, *, alone: bool
+    examples: Sequence[Example],
+    responses: list[list[str]],
+    group: int,
+    turns: int,
+    workers: int,
+    *,
+    alone: bool,
+    overlap: bool = True,
 ) -> StepFigures:
     config = EnvConfig(max_turns=turns, timeout_s=5.0)
     with CountingPool(workers) as pool:
@@ -133,10 +161,13 @@ def one_step(
         ended: dict[int, StepResult] = {}
         played = 0
         for turn in range(turns):
-            if alone:
-                steps = [envs[i].step(responses[i][turn]) for i in active]
+            pairs = [(envs[i], responses[i][turn]) for i in active]
+            if not overlap:
+                steps = _diagnosed_after(pairs, alone=alone)
+            elif alone:
+                steps = [env.step(response) for env, response in pairs]
             else:
-                steps = step_many([(envs[i], responses[i][turn]) for i in active])
+                steps = step_many(pairs)
             played += len(steps)
             for i, step in zip(active, steps, strict=True):
                 if step.terminated or step.truncated:
@@ -219,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--alone", action="store_true", help="also step each episode alone (one round trip per turn)")
+    parser.add_argument("--diagnosed-after", action="store_true",
+                        help="also step with each diagnosis after its result (the order before they overlapped), "
+                        "interleaved repeat by repeat")  # fmt: skip
     parser.add_argument("--hosted-threads", type=int, default=0, metavar="N",
                         help="also play every trajectory as a HostedEpisode on N threads, each call alone and "
                         "coalesced, interleaved")  # fmt: skip
@@ -234,12 +268,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: list[tuple[str, int, list[StepFigures]]] = []
         for label, alone in modes:
             for workers in args.workers:
-                figures = [
-                    one_step(examples, responses, args.group, args.turns, workers, alone=alone)
-                    for _ in range(args.repeat)
-                ]
-                rows.append((label, workers, figures))
-                print(label, workers, figures)
+                orders = (True, False) if args.diagnosed_after else (True,)
+                runs: dict[bool, list[StepFigures]] = {overlap: [] for overlap in orders}
+                for _ in range(args.repeat):  # interleaved, so the machine's load falls on both alike
+                    for overlap in orders:
+                        runs[overlap].append(
+                            one_step(examples, responses, args.group, args.turns, workers, alone=alone,
+                                     overlap=overlap)
+                        )  # fmt: skip
+                rows.append((label, workers, runs[True]))
+                if args.diagnosed_after:
+                    rows.append((f"{label}, diagnosed after the results", workers, runs[False]))
+                for row_label, _, figures in rows[-len(orders) :]:
+                    print(row_label, workers, figures)
         hosted: list[tuple[str, int, list[StepFigures]]] = []
         for workers in args.workers if args.hosted_threads else []:
             alone_figures: list[StepFigures] = []

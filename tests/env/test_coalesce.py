@@ -41,7 +41,12 @@ class GatedPool(ExecutionPool):
         self._until = until
 
     def run_many(
-        self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[ExecResult]:
         until, self._until = self._until, None
         if until is not None:
@@ -57,7 +62,7 @@ class GatedPool(ExecutionPool):
             if on_result is not None:
                 on_result(index, result)
 
-        return super().run_many(jobs, on_start=on_start, on_result=heard)
+        return super().run_many(jobs, on_start=on_start, on_result=heard, meanwhile=meanwhile)
 
 
 def _play_threads(coalescer: Coalescer, envs: list[SQLRefineEnv], scripts: list[list[str]]) -> list[list[Any]]:

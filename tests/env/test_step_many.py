@@ -4,7 +4,7 @@ ends exactly as it would have stepped alone (records, rewards, observations)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,15 @@ class CountingPool(ExecutionPool):
         self.batches: list[int] = []
 
     def run_many(
-        self, jobs: Sequence[ExecJob], *, on_start: OnStart | None = None, on_result: OnResult | None = None
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[ExecResult]:
         self.batches.append(len(jobs))
-        return super().run_many(jobs, on_start=on_start, on_result=on_result)
+        return super().run_many(jobs, on_start=on_start, on_result=on_result, meanwhile=meanwhile)
 
 
 #: Per protocol, the scripts of a group: right at once, wrong then right, broken twice then out of turns,
@@ -137,3 +142,70 @@ def test_an_environment_with_its_own_store_steps_in_a_group(music: Example, tmp_
         b.reset(music)
         steps = step_many([(a, answer(GOLD)), (b, answer(WRONG))])
     assert [s.info.match for s in steps] == [True, False]
+
+
+class RecordingPool(ExecutionPool):
+    """The real pool, noting when a result reaches the parent beside the diagnoses (``events``)."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__(workers=1)
+        self.events = events
+
+    def run_many(
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> list[ExecResult]:
+        def heard(index: int, result: ExecResult) -> None:
+            self.events.append("result")
+            if on_result is not None:
+                on_result(index, result)
+
+        return super().run_many(jobs, on_start=on_start, on_result=heard, meanwhile=meanwhile)
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["step", "step_many"])
+def test_answers_are_diagnosed_while_their_sql_runs_and_once(
+    music: Example, monkeypatch: pytest.MonkeyPatch, together: bool
+) -> None:
+    """A turn's ODT diagnosis reads its SQL and the gold, not the result: it is made while the worker runs the
+    SQL (before the result is heard), once per distinct answer, and counted to the ``odt`` stage."""
+    from progress_sql.odt import diagnosis as odt_diagnosis
+
+    events: list[str] = []
+    real = odt_diagnosis.diagnose
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        events.append("diagnose")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(odt_diagnosis, "diagnose", noted)
+    config = EnvConfig(max_turns=2)
+    with RecordingPool(events) as pool:
+        store = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(3 if together else 1)]
+        for env in envs:
+            env.reset(music)
+        events.clear()
+        responses = [answer(WRONG), answer(BROKEN), answer(WRONG)][: len(envs)]
+        steps = step_many(list(zip(envs, responses, strict=True))) if together else [envs[0].step(responses[0])]
+    assert events == ["diagnose"] * (2 if together else 1) + ["result"] * (2 if together else 1)
+    assert [s.info.exec_status for s in steps] == ["ok", "error", "ok"][: len(envs)]
+    assert all(env.stage_seconds["odt"] > 0 for env in envs)
+
+
+def test_a_group_without_sql_is_diagnosed_without_a_batch(music: Example) -> None:
+    config = EnvConfig(max_turns=2)
+    with CountingPool() as pool:
+        store = make_store(config, pool=pool)
+        envs = [SQLRefineEnv(config, store=store) for _ in range(2)]
+        for env in envs:
+            env.reset(music)
+        pool.batches.clear()
+        steps = step_many([(env, "no sql here") for env in envs])
+    assert pool.batches == []
+    assert [s.info.exec_status for s in steps] == ["no_sql", "no_sql"]
+    assert all(env.stage_seconds["odt"] > 0 for env in envs)

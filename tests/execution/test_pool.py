@@ -205,3 +205,36 @@ def test_a_worker_killed_in_the_middle_of_a_chunk_costs_its_query_nothing(compar
     assert [r.rows for i, r in enumerate(results) if i != victim] == [((i, 6),) for i in range(200) if i != victim]
     assert len(starts[victim]) == 2
     assert starts[victim][0] != starts[victim][1]
+
+
+def test_the_callers_work_runs_while_a_lone_query_runs(compare_db: Path, pool: ExecutionPool) -> None:
+    """``meanwhile`` runs once, in the calling thread, after the job has reached its worker and before its
+    result is heard: the environment diagnoses an answer while the worker runs the answer's SQL."""
+    events: list[tuple[str, int | None]] = []
+    results = pool.run_many(
+        [ExecJob(str(compare_db), "SELECT count(*) FROM singer")],
+        on_start=lambda _i, _pid: events.append(("start", None)),
+        on_result=lambda _i, _r: events.append(("result", None)),
+        meanwhile=lambda: events.append(("meanwhile", threading.get_ident())),
+    )
+    assert [event for event, _ in events] == ["start", "meanwhile", "result"]
+    assert events[1][1] == threading.get_ident()
+    assert results[0].rows == ((6,),)
+
+
+@pytest.mark.parametrize("jobs", [1, 40], ids=["one driver", "two drivers"])
+def test_the_callers_work_fails_after_every_job_has_answered(compare_db: Path, pool: ExecutionPool, jobs: int) -> None:
+    """An exception from ``meanwhile`` is raised once the batch has ended, never leaving a worker with jobs."""
+    calls: list[int] = []
+    heard: list[int] = []
+
+    def broken() -> None:
+        calls.append(threading.get_ident())
+        raise KeyError("caller bug")
+
+    batch = [ExecJob(str(compare_db), f"SELECT {i}") for i in range(jobs)]
+    with pytest.raises(KeyError, match="caller bug"):
+        pool.run_many(batch, on_result=lambda i, _r: heard.append(i), meanwhile=broken)
+    assert calls == [threading.get_ident()]
+    assert sorted(heard) == list(range(jobs))
+    assert pool.run(ExecJob(str(compare_db), "SELECT 1")).rows == ((1,),)  # the pool still works

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, prepare_golds, run_turns
+from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, diagnose_ahead, prepare_golds, run_turns
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.prompts import Message
 from progress_sql.types import Example, ExecResult
@@ -237,8 +237,8 @@ def _played(
             played[position] = outcome = play(position, result)
             settle(position, outcome)
 
-    if len(turns) == 1:  # nobody to hold up: played here when its result is in
-        return [play(0, run_turns(turns)[0])]
+    if len(turns) == 1:  # nobody to hold up: diagnosed while its SQL runs, played here when its result is in
+        return [play(0, run_turns(turns, meanwhile=lambda: diagnose_ahead(turns))[0])]
     playing = _PLAYERS.submit(player)
     try:
         results = run_turns(turns, on_ready=lambda position, result: arrived.put((position, result)))

@@ -40,7 +40,7 @@ from progress_sql.execution.executor import ExecLimits
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.compare import describe, get_preset
-from progress_sql.judge.gold import GoldStore, PreparedGold
+from progress_sql.judge.gold import DIAGNOSES_KEPT, GoldStore, PreparedGold
 from progress_sql.odt import Diagnosis, OdtConfig
 from progress_sql.prompts import (
     Message,
@@ -240,6 +240,10 @@ class _StageClock:
         self.totals[stage] = self.totals.get(stage, 0.0) + now - self.last
         self.last = now
 
+    def counted_elsewhere(self, seconds: float) -> None:
+        """Leave out of the next lap ``seconds`` that another stage has counted already."""
+        self.last += seconds
+
 
 class SQLRefineEnv(Closing):
     """reset(example) -> initial messages; step(model text) -> StepResult. Not thread-safe: use one
@@ -335,7 +339,13 @@ class SQLRefineEnv(Closing):
         example, gold, store, protocol = self._example, self._gold, self.store, self._protocol
         clock = _StageClock(self.stage_seconds)
         if planned.sql is not None and result is None:
-            result = store.run_pred(example, planned.sql)
+            ahead = [0.0]  # the answer's diagnosis, made while the worker runs its SQL (odt seconds)
+
+            def diagnose_meanwhile() -> None:
+                ahead[0] = self.diagnose_ahead(planned)
+
+            result = store.run_pred(example, planned.sql, meanwhile=diagnose_meanwhile)
+            clock.counted_elsewhere(ahead[0])
         if planned.extracted is None:
             return self._probe(planned.response, planned.action, result)
         extracted, response = planned.extracted, planned.response
@@ -396,6 +406,20 @@ class SQLRefineEnv(Closing):
             findings=diagnosis.findings,
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
+
+    def diagnose_ahead(self, planned: PlannedTurn) -> float:
+        """Diagnose a planned answer before its SQL's result is in (the diagnosis reads the SQL and the
+        gold, not the result): the store keeps it, and :meth:`take` finds it there. Called while the
+        workers run the turn's SQL, so that the two overlap. Returns the seconds it took, counted to the
+        ``odt`` stage; 0 for a turn that is not an answer (a probe, a clarifying question)."""
+        extracted = planned.extracted
+        if extracted is None or extracted.ask is not None or self._example is None or self._gold is None:
+            return 0.0
+        start = time.perf_counter()
+        self.store.diagnosis(self._example, extracted.sql or "", self._gold)
+        seconds = time.perf_counter() - start
+        self.stage_seconds["odt"] = self.stage_seconds.get("odt", 0.0) + seconds
+        return seconds
 
     def _read_answer(self, response: str, action: TurnAction) -> Extracted:
         """The SQL and format verdict of an answer under the configured protocol."""
@@ -565,27 +589,42 @@ def step_many(steps: Sequence[tuple[SQLRefineEnv, str]]) -> list[StepResult]:
     if len({id(env) for env, _ in steps}) != len(steps):
         raise ValueError("step_many takes each environment once (one turn per episode)")
     planned = [(env, env.plan(response)) for env, response in steps]
-    results = run_turns(planned)
+    results = run_turns(planned, meanwhile=lambda: diagnose_ahead(planned))
     return [env.take(turn, result) for (env, turn), result in zip(planned, results, strict=True)]
 
 
+def diagnose_ahead(turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]]) -> None:
+    """:meth:`SQLRefineEnv.diagnose_ahead` for planned turns, while the workers run their SQL; at most
+    half of what a store keeps (:data:`~progress_sql.judge.gold.DIAGNOSES_KEPT`), so that none is dropped
+    before its turn is taken (the rest are diagnosed when taken)."""
+    for env, turn in turns[: DIAGNOSES_KEPT // 2]:
+        env.diagnose_ahead(turn)
+
+
 def run_turns(
-    turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]], on_ready: Callable[[int, ExecResult], None] | None = None
+    turns: Sequence[tuple[SQLRefineEnv, PlannedTurn]],
+    on_ready: Callable[[int, ExecResult], None] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[ExecResult | None]:
     """The SQL of planned turns run in one batch per gold store, each distinct query once; None for a
     turn that runs nothing. What :func:`step_many` and the coalescer of concurrent steps
     (env/coalesce.py) hand to :meth:`SQLRefineEnv.take`; reads only each environment's store.
     ``on_ready(position, result)`` hears of a turn's result as soon as it is final (from the pool's
-    threads), before the batch's slowest query ends: the coalescer plays that turn at once."""
+    threads), before the batch's slowest query ends: the coalescer plays that turn at once.
+    ``meanwhile()`` runs once in the calling thread while the first store's batch runs."""
     results: list[ExecResult | None] = [None] * len(turns)
     by_store: dict[int, list[int]] = {}
     for position, (env, turn) in enumerate(turns):
         if turn.sql is not None:
             by_store.setdefault(id(env.store), []).append(position)
+    if not by_store and meanwhile is not None:
+        meanwhile()
     for positions in by_store.values():
         store = turns[positions[0]][0].store
         answers = [(turns[i][1].example, turns[i][1].sql or "") for i in positions]
         ready = None if on_ready is None else (lambda k, result, at=positions: on_ready(at[k], result))
-        for i, result in zip(positions, store.run_answers(answers, on_result=ready), strict=True):
+        ran = store.run_answers(answers, on_result=ready, meanwhile=meanwhile)
+        meanwhile = None
+        for i, result in zip(positions, ran, strict=True):
             results[i] = result
     return results

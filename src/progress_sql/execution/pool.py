@@ -289,11 +289,15 @@ class ExecutionPool(Closing):
         *,
         on_start: OnStart | None = None,
         on_result: OnResult | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[ExecResult]:
         """Run every job; the i-th result belongs to the i-th job, whatever happens to workers.
 
         ``on_start(index, pid)`` is called each time a job starts on a worker (when it is sent, or, inside
         a chunk, when the job before it has answered): twice for a job rerun after its first worker died.
+        ``meanwhile()`` is called once, in the calling thread, as soon as the workers have jobs to run:
+        the caller's own work on the batch (the environment's ODT diagnoses of the answers) then overlaps
+        the queries instead of following them; an exception from it is raised after the batch ends.
         Raises :class:`WorkerStartError` when a worker cannot start.
         """
         if self._closed:
@@ -306,6 +310,18 @@ class ExecutionPool(Closing):
         # An exception from a caller's callback, or a worker that cannot start, stops the batch and is
         # re-raised here, after every thread has stopped; it is never mistaken for an item's own error.
         callback_errors: list[BaseException] = []
+        caller = threading.get_ident()
+        waiting = [meanwhile] if meanwhile is not None else []
+        meanwhile_errors: list[BaseException] = []
+
+        def caller_work() -> None:
+            """Run ``meanwhile`` if it has not run (in the calling thread only), keeping its exception."""
+            if waiting and threading.get_ident() == caller:
+                work = waiting.pop()
+                try:
+                    work()
+                except BaseException as error:  # the workers hold jobs: raised once they have answered
+                    meanwhile_errors.append(error)
 
         def notify(callback: Callable[..., None] | None, *args: object) -> bool:
             """Call a caller's callback; False when it raised and the batch must stop."""
@@ -351,6 +367,8 @@ class ExecutionPool(Closing):
                 except _WorkerDiedError as death:  # the first job is the one that meets the dead worker
                     sent, pending = [], sent
                     first_death = death
+                if sent:
+                    caller_work()  # one driver, in the caller's thread: while the worker runs the chunk
                 for position, index in enumerate(sent):
                     # The worker starts a job of a chunk when it has answered the one before: the parent
                     # hears of it no earlier, so a deadline counted from here is never short.
@@ -416,10 +434,14 @@ class ExecutionPool(Closing):
             threads = [threading.Thread(target=drive, daemon=True) for _ in range(drivers)]
             for thread in threads:
                 thread.start()
+            caller_work()
             for thread in threads:
                 thread.join()
+        caller_work()  # no job was sent (the batch stopped at once)
         if callback_errors:
             raise callback_errors[0]
+        if meanwhile_errors:
+            raise meanwhile_errors[0]
         return [r if r is not None else ExecResult("error", error="no result", failed_outside=True) for r in results]
 
     def close(self) -> None:

@@ -141,12 +141,20 @@ def engine_sql(sql: str, dialect: str, schema: Schema | None = None, types: Type
 
 
 def run_with_rerun(
-    pool: ExecutionPool, jobs: Sequence[ExecJob], on_result: Callable[[int, ExecResult], None] | None = None
+    pool: ExecutionPool,
+    jobs: Sequence[ExecJob],
+    on_result: Callable[[int, ExecResult], None] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[ExecResult]:
     """``pool.run_many(jobs)``, with each job that failed from outside (``failed_outside``: a connection
     terminated by another session, a server restarting, a dead worker) run once more, as the pool reruns
-    a query whose worker died; a second outside failure stays one (never cached, never kept)."""
-    results = pool.run_many(jobs, on_result=on_result) if jobs else []
+    a query whose worker died; a second outside failure stays one (never cached, never kept).
+    ``meanwhile()`` runs once, while the first batch runs (:meth:`ExecutionPool.run_many`)."""
+    if not jobs:
+        if meanwhile is not None:
+            meanwhile()
+        return []
+    results = pool.run_many(jobs, on_result=on_result, meanwhile=meanwhile)
     again = [i for i, result in enumerate(results) if result.failed_outside]
     for i, result in zip(again, pool.run_many([jobs[i] for i in again]) if again else [], strict=True):
         results[i] = result
@@ -502,20 +510,22 @@ class GoldStore(Closing):
         """The job that runs the example's gold query where its answers run (R-VES times it beside them)."""
         return ExecJob(self.location(example), self.gold_sql(example), self.limits)
 
-    def run_pred(self, example: Example, sql: str) -> ExecResult:
-        """Run one answer in the isolated pool (:meth:`answer_job`)."""
-        return run_with_rerun(self.pool, [self.answer_job(example, sql)])[0]
+    def run_pred(self, example: Example, sql: str, meanwhile: Callable[[], object] | None = None) -> ExecResult:
+        """Run one answer in the isolated pool (:meth:`answer_job`); ``meanwhile()`` while it runs."""
+        return run_with_rerun(self.pool, [self.answer_job(example, sql)], meanwhile=meanwhile)[0]
 
     def run_answers(
         self,
         answers: Sequence[tuple[Example, str]],
         progress: Progress | None = None,
         on_result: Callable[[int, ExecResult], None] | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[ExecResult]:
         """Run many answers in one batch through the pool, each distinct job once (``progress``
         advances once per execution); results in the order of ``answers``. ``on_result(i, result)``
         hears of answer i's result as soon as it is final (from the pool's threads; a result failed
-        from outside is run again first), so that a slow query holds up no other answer's caller."""
+        from outside is run again first), so that a slow query holds up no other answer's caller.
+        ``meanwhile()`` runs once in the calling thread while the queries run."""
         jobs = [self.answer_job(example, sql) for example, sql in answers]
         unique = list(dict.fromkeys(jobs))
         sharing: dict[ExecJob, list[int]] = {}
@@ -530,7 +540,7 @@ class GoldStore(Closing):
                     on_result(i, result)
 
         # A job rerun after an outside failure is not heard of here: the caller reads it in the return.
-        ran = run_with_rerun(self.pool, unique, finished if progress or on_result else None)
+        ran = run_with_rerun(self.pool, unique, finished if progress or on_result else None, meanwhile)
         by_job = dict(zip(unique, ran, strict=True))
         return [by_job[job] for job in jobs]
 
