@@ -31,6 +31,12 @@ from progress_sql.sql.extract import extract
             "bare",
         ),
         ('WITH RECURSIVE "n s" AS (SELECT 1) SELECT 1', 'WITH RECURSIVE "n s" AS (SELECT 1) SELECT 1', False, "bare"),
+        (
+            "WITH c AS NOT MATERIALIZED (SELECT 1) SELECT * FROM c",
+            "WITH c AS NOT MATERIALIZED (SELECT 1) SELECT * FROM c",
+            False,
+            "bare",
+        ),
         ("With the given schema, the singers can be counted.", None, False, "none"),
         ("With this in mind: SELECT name FROM singer", "SELECT name FROM singer", False, "bare"),
         ("<think>I should SELECT the name</think> no answer", None, False, "none"),
