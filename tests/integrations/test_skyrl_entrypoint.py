@@ -207,7 +207,9 @@ def test_eight_trajectories_on_skyrls_threads_one_slow_query_stalls_none_of_the_
             if callbacks.get("on_start") is not None:
                 callbacks["on_start"](index, pid)
 
-        return run_many(jobs, on_start=started, on_result=callbacks.get("on_result"))
+        return run_many(
+            jobs, on_start=started, on_result=callbacks.get("on_result"), meanwhile=callbacks.get("meanwhile")
+        )
 
     monkeypatch.setattr(pool, "run_many", observed)
     actions = [ENDLESS] + [RIGHT] * (threads - 1)

@@ -86,9 +86,11 @@ def test_rollout_records_keep_both_results_and_the_page_runs_no_query_again(
     batches: list[list[str]] = []  # the answers of each turn, as the episodes hand them to the store together
     run_answers = GoldStore.run_answers
 
-    def recorded(self: GoldStore, given: Any, progress: Any = None, on_result: Any = None) -> list[ExecResult]:
+    def recorded(
+        self: GoldStore, given: Any, progress: Any = None, on_result: Any = None, meanwhile: Any = None
+    ) -> list[ExecResult]:
         batches.append([sql for _, sql in given])
-        return run_answers(self, given, progress, on_result)
+        return run_answers(self, given, progress, on_result, meanwhile)
 
     monkeypatch.setattr(GoldStore, "run_answers", recorded)
     jobs: list[ExecJob] = []  # every query the pool ran
