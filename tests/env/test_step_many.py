@@ -151,20 +151,15 @@ class RecordingPool(ExecutionPool):
         super().__init__(workers=1)
         self.events = events
 
-    def run_many(
-        self,
-        jobs: Sequence[ExecJob],
-        *,
-        on_start: OnStart | None = None,
-        on_result: OnResult | None = None,
-        meanwhile: Callable[[], object] | None = None,
-    ) -> list[ExecResult]:
+    def run_many(self, jobs: Sequence[ExecJob], **callbacks: Any) -> list[ExecResult]:
+        given: OnResult | None = callbacks.get("on_result")
+
         def heard(index: int, result: ExecResult) -> None:
             self.events.append("result")
-            if on_result is not None:
-                on_result(index, result)
+            if given is not None:
+                given(index, result)
 
-        return super().run_many(jobs, on_start=on_start, on_result=heard, meanwhile=meanwhile)
+        return super().run_many(jobs, **{**callbacks, "on_result": heard})
 
 
 @pytest.mark.parametrize("together", [False, True], ids=["step", "step_many"])
