@@ -61,6 +61,15 @@ SCRIPTS: dict[str, list[list[str]]] = {
 }
 
 
+def _reset_group(config: EnvConfig, pool: ExecutionPool, example: Example, size: int) -> list[SQLRefineEnv]:
+    """``size`` environments on one store of ``pool``, each reset to ``example``."""
+    store = make_store(config, pool=pool)
+    envs = [SQLRefineEnv(config, store=store) for _ in range(size)]
+    for env in envs:
+        env.reset(example)
+    return envs
+
+
 def _play_alone(config: EnvConfig, store: Any, example: Example, scripts: list[list[str]]) -> list[list[Any]]:
     played = []
     for script in scripts:
@@ -104,10 +113,7 @@ def test_a_group_stepped_together_ends_as_each_episode_alone(protocol: str, musi
 def test_a_group_turn_is_one_batch_with_each_distinct_query_once(music: Example) -> None:
     config = EnvConfig(max_turns=2)
     with CountingPool() as pool:
-        store = make_store(config, pool=pool)
-        envs = [SQLRefineEnv(config, store=store) for _ in range(8)]
-        for env in envs:
-            env.reset(music)  # the gold runs here, once: the other seven reuse its preparation
+        envs = _reset_group(config, pool, music, 8)  # the gold runs once: the other seven reuse its preparation
         pool.batches.clear()
         group = [answer(WRONG)] * 5 + [answer(BROKEN)] * 2 + ["no sql"]
         steps = step_many(list(zip(envs, group, strict=True)))
@@ -180,10 +186,7 @@ def test_answers_are_diagnosed_while_their_sql_runs_and_once(
     monkeypatch.setattr(odt_diagnosis, "diagnose", noted)
     config = EnvConfig(max_turns=2)
     with RecordingPool(events) as pool:
-        store = make_store(config, pool=pool)
-        envs = [SQLRefineEnv(config, store=store) for _ in range(3 if together else 1)]
-        for env in envs:
-            env.reset(music)
+        envs = _reset_group(config, pool, music, 3 if together else 1)
         events.clear()
         responses = [answer(WRONG), answer(BROKEN), answer(WRONG)][: len(envs)]
         steps = step_many(list(zip(envs, responses, strict=True))) if together else [envs[0].step(responses[0])]
@@ -195,10 +198,7 @@ def test_answers_are_diagnosed_while_their_sql_runs_and_once(
 def test_a_group_without_sql_is_diagnosed_without_a_batch(music: Example) -> None:
     config = EnvConfig(max_turns=2)
     with CountingPool() as pool:
-        store = make_store(config, pool=pool)
-        envs = [SQLRefineEnv(config, store=store) for _ in range(2)]
-        for env in envs:
-            env.reset(music)
+        envs = _reset_group(config, pool, music, 2)
         pool.batches.clear()
         steps = step_many([(env, "no sql here") for env in envs])
     assert pool.batches == []

@@ -339,13 +339,9 @@ class SQLRefineEnv(Closing):
         example, gold, store, protocol = self._example, self._gold, self.store, self._protocol
         clock = _StageClock(self.stage_seconds)
         if planned.sql is not None and result is None:
-            ahead = [0.0]  # the answer's diagnosis, made while the worker runs its SQL (odt seconds)
-
-            def diagnose_meanwhile() -> None:
-                ahead[0] = self.diagnose_ahead(planned)
-
-            result = store.run_pred(example, planned.sql, meanwhile=diagnose_meanwhile)
-            clock.counted_elsewhere(ahead[0])
+            odt_before = self.stage_seconds.get("odt", 0.0)  # the diagnosis made while the worker runs the SQL
+            result = store.run_pred(example, planned.sql, meanwhile=lambda: self.diagnose_ahead(planned))
+            clock.counted_elsewhere(self.stage_seconds.get("odt", 0.0) - odt_before)
         if planned.extracted is None:
             return self._probe(planned.response, planned.action, result)
         extracted, response = planned.extracted, planned.response
@@ -407,19 +403,17 @@ class SQLRefineEnv(Closing):
         )
         return StepResult(observation, breakdown.total if breakdown else 0.0, terminated, truncated, info)
 
-    def diagnose_ahead(self, planned: PlannedTurn) -> float:
+    def diagnose_ahead(self, planned: PlannedTurn) -> None:
         """Diagnose a planned answer before its SQL's result is in (the diagnosis reads the SQL and the
         gold, not the result): the store keeps it, and :meth:`take` finds it there. Called while the
-        workers run the turn's SQL, so that the two overlap. Returns the seconds it took, counted to the
-        ``odt`` stage; 0 for a turn that is not an answer (a probe, a clarifying question)."""
+        workers run the turn's SQL, so that the two overlap; its seconds count to the ``odt`` stage. A turn
+        that is not an answer (a probe, a clarifying question) has nothing to diagnose."""
         extracted = planned.extracted
         if extracted is None or extracted.ask is not None or self._example is None or self._gold is None:
-            return 0.0
+            return
         start = time.perf_counter()
         self.store.diagnosis(self._example, extracted.sql or "", self._gold)
-        seconds = time.perf_counter() - start
-        self.stage_seconds["odt"] = self.stage_seconds.get("odt", 0.0) + seconds
-        return seconds
+        self.stage_seconds["odt"] = self.stage_seconds.get("odt", 0.0) + time.perf_counter() - start
 
     def _read_answer(self, response: str, action: TurnAction) -> Extracted:
         """The SQL and format verdict of an answer under the configured protocol."""
