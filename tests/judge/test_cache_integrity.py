@@ -323,7 +323,9 @@ def interrupted_result(pg_admin: str, interrupt: str) -> ExecResult:
     runner_ = PostgresRunner()
     found: list[ExecResult] = []
     thread = threading.Thread(
-        target=lambda: found.append(runner_.run(f"{pg_admin}#public", "SELECT pg_sleep(20)", LIMITS))
+        # The runner's own deadline outlasts the search for its backend below (10 s), so that the interrupt, not the
+        # deadline, ends the query on a loaded machine (CI of 2026-12-06: a cancel after 5 s met a 5 s deadline).
+        target=lambda: found.append(runner_.run(f"{pg_admin}#public", "SELECT pg_sleep(20)", ExecLimits(timeout_s=30)))
     )
     try:
         with psycopg.connect(pg_admin, autocommit=True) as admin:
