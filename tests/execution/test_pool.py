@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,28 @@ def test_a_worker_killed_from_outside_costs_its_query_nothing(compare_db: Path) 
     assert [r.rows for i, r in enumerate(results) if i not in (2, 6)] == [((i, 36),) for i in (0, 1, 3, 4, 5, 7)]
     assert len(starts[2]) == len(starts[6]) == 2
     assert starts[2][0] != starts[2][1]
+
+
+def test_a_worker_that_died_while_idle_is_replaced_before_its_next_job(compare_db: Path) -> None:
+    """A worker that ended between two batches is seen as ended before a job is sent to it: the job starts once,
+    on a fresh worker, and is never charged with a death."""
+    with ExecutionPool(workers=1) as pool:
+        assert pool.run(ExecJob(str(compare_db), "SELECT 1")).rows == ((1,),)
+        (dead,) = pool.worker_pids()
+        assert dead is not None
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until its parent (the fork server) has reaped it
+            try:
+                os.kill(dead, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.01)
+        starts: list[int] = []
+        result = pool.run_many([ExecJob(str(compare_db), "SELECT 2")], on_start=lambda _index, pid: starts.append(pid))
+    assert result[0].rows == ((2,),)
+    assert len(starts) == 1
+    assert starts[0] != dead
 
 
 def test_a_worker_that_cannot_start_is_an_error_of_the_run_not_of_a_query(compare_db: Path) -> None:
