@@ -14,17 +14,21 @@ One run measures:
   diagnoses the first pass kept are dropped: the warm pass diagnoses every answer as new);
 * the share of step time per stage (extract, execute, compare, ODT, reward, feedback);
 * baseline: a bare in-process loop executing the same predicted SQL with the same deadline and row
-  cap (``Executor.run``), so the environment's overhead per turn is visible.
+  cap (``Executor.run``), so the environment's overhead per turn is visible;
+* with ``--in-process``, the same turns with each query run in the stepping thread (no worker process and no
+  round trip to it): the floor the turn's own work (extraction, the ODT diagnosis, comparison, reward,
+  feedback) sets, whatever the isolation costs.
 
-    .venv/bin/python bench/env.py [--examples N] [--workers W] [--group G]
+    .venv/bin/python bench/env.py [--examples N] [--workers W] [--group G] [--batch B] [--in-process]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,11 +40,13 @@ from progress_sql.data.tasks import load_task
 from progress_sql.env import EnvConfig, SQLRefineEnv, prepare_golds, step_many
 from progress_sql.env.core import make_store
 from progress_sql.errors import GoldQueryError
+from progress_sql.execution.engines import EngineRunners
 from progress_sql.execution.executor import ExecLimits, Executor
+from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.judge.cache import GoldCache
 from progress_sql.judge.gold import GoldStore
-from progress_sql.types import Example
+from progress_sql.types import Example, ExecResult
 
 SECTION = "## Environment"
 STAGES = ("extract", "execute", "compare", "odt", "reward", "feedback")
@@ -151,6 +157,55 @@ def run_batched_pass(
     return result
 
 
+class InProcessRunner:
+    """The floor a turn's own work sets (``--in-process``): the pool's interface, each job run by the executor in
+    the stepping thread after the caller's ``meanwhile`` work. The executor's guards stay; the worker's (its
+    address-space cap, the kill at the deadline, crash isolation) and the round trip to it go. A measurement of
+    what is left of a turn without isolation, not a way to train."""
+
+    size = 1
+
+    def __init__(self) -> None:
+        self._runners = EngineRunners()
+        self.closed = False
+
+    def worker_pids(self) -> list[int | None]:
+        return [os.getpid()]
+
+    def run(self, job: ExecJob) -> ExecResult:
+        return self.run_many([job])[0]
+
+    def run_many(
+        self,
+        jobs: Sequence[ExecJob],
+        *,
+        on_start: Callable[[int, int], object] | None = None,
+        on_result: Callable[[int, ExecResult], object] | None = None,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> list[ExecResult]:
+        if meanwhile is not None:
+            meanwhile()
+        results = []
+        for index, job in enumerate(jobs):
+            if on_start is not None:
+                on_start(index, os.getpid())
+            result = self._runners.run(job.db_path, job.sql, job.limits)
+            results.append(result)
+            if on_result is not None:
+                on_result(index, result)
+        return results
+
+    def close(self) -> None:
+        self.closed = True
+        self._runners.close()
+
+    def __enter__(self) -> InProcessRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def bare_loop(examples: Sequence[Example], scripts: Sequence[Sequence[str]], limits: ExecLimits) -> list[float]:
     """Execute the predicted SQL of the first three turns in process, nothing else."""
     from progress_sql.sql.extract import extract
@@ -178,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="episodes stepped together (step_many), as a trainer's rollout batch; 1: one at a time",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run each query in the stepping thread instead of a worker process (no isolation): the floor a "
+        "turn's own work (extract, ODT diagnosis, comparison, reward, feedback) sets",
+    )
     add_output_options(parser)
     args = parser.parse_args(argv)
     if spider_dev_missing(args.data_dir):
@@ -188,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine()
     config = EnvConfig(max_turns=4, timeout_s=args.timeout)
     limits = ExecLimits(timeout_s=config.timeout_s, max_rows=config.max_rows)
-    with ExecutionPool(workers=args.workers) as pool:
+    with InProcessRunner() if args.in_process else ExecutionPool(workers=args.workers) as pool:
         store = make_store(config, pool=pool, cache=GoldCache())
         if args.batch > 1:
             cold = run_batched_pass(examples, scripts, config, store, args.group, args.batch)
@@ -202,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     title = (
         f"SQLRefineEnv on Spider dev, {len(examples)} examples x {args.group} episodes, T = 4, "
-        f"{args.workers} worker(s), {args.timeout:g} s"
+        + ("in process (no worker)" if args.in_process else f"{args.workers} worker(s)")
+        + f", {args.timeout:g} s"
         + (f", stepped {args.batch} at a time" if args.batch > 1 else "")
     )
     table = Table(title=title)
@@ -257,7 +319,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             "Baseline in the same run: a bare in-process loop executing the same predicted SQL with the same",
             f"deadline and row cap: median {bare_median_ms:.3f} ms per query. A warm environment turn has a median",
-            f"of {warm_median_ms:.2f} ms ({warm_median_ms / bare_median_ms:.0f}x): the isolated worker's round trip,",
+            f"of {warm_median_ms:.2f} ms ({warm_median_ms / bare_median_ms:.0f}x): "
+            + (
+                "the query in the stepping thread (`--in-process`: no worker),"
+                if args.in_process
+                else "the isolated worker's round trip,"
+            ),
             "the comparison, the ODT diagnosis, the reward and the feedback. Means are dominated by the queries",
             "that run into the deadline (the `timeouts` column).",
             "",
