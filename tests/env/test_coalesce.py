@@ -148,21 +148,12 @@ class HeldResultsPool(GatedPool):
 
 
 def test_a_batch_is_diagnosed_while_its_sql_runs_and_each_answer_once(
-    music: Example, monkeypatch: pytest.MonkeyPatch
+    music: Example, noted_diagnoses: list[str]
 ) -> None:
     """While none of a batch's results is in, its player diagnoses the turns it has not played (a diagnosis reads
     the SQL and the gold, not the result): each distinct answer once, and here, where the results are held until
     the diagnoses are made, every diagnosis before any result. The steps are those of each turn alone."""
-    from progress_sql.odt import diagnosis as odt_diagnosis
-
-    events: list[str] = []
-    real = odt_diagnosis.diagnose
-
-    def noted(*args: Any, **kwargs: Any) -> Any:
-        events.append("diagnose")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(odt_diagnosis, "diagnose", noted)
+    events = noted_diagnoses
     config = EnvConfig(max_turns=2)
     coalescer = Coalescer(lanes=1)
     answers = _distinct_answers(4)

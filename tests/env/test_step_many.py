@@ -170,20 +170,11 @@ class RecordingPool(ExecutionPool):
 
 @pytest.mark.parametrize("together", [False, True], ids=["step", "step_many"])
 def test_answers_are_diagnosed_while_their_sql_runs_and_once(
-    music: Example, monkeypatch: pytest.MonkeyPatch, together: bool
+    music: Example, noted_diagnoses: list[str], together: bool
 ) -> None:
     """A turn's ODT diagnosis reads its SQL and the gold, not the result: it is made while the worker runs the
     SQL (before the result is heard), once per distinct answer, and counted to the ``odt`` stage."""
-    from progress_sql.odt import diagnosis as odt_diagnosis
-
-    events: list[str] = []
-    real = odt_diagnosis.diagnose
-
-    def noted(*args: Any, **kwargs: Any) -> Any:
-        events.append("diagnose")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(odt_diagnosis, "diagnose", noted)
+    events = noted_diagnoses
     config = EnvConfig(max_turns=2)
     with RecordingPool(events) as pool:
         envs = _reset_group(config, pool, music, 3 if together else 1)
