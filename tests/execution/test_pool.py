@@ -99,6 +99,17 @@ def test_a_worker_that_died_while_idle_is_replaced_before_its_next_job(compare_d
     assert starts[0] != dead
 
 
+def test_a_deadline_longer_than_a_poll_can_wait_runs_the_query(compare_db: Path) -> None:
+    """poll() waits at most 2**31 - 1 ms: a longer deadline (a caller's 'no deadline' of a billion seconds) waits
+    for the answer without a limit instead of failing the job; a deadline that is not finite is refused."""
+    with ExecutionPool(workers=1) as pool:
+        result = pool.run(ExecJob(str(compare_db), "SELECT 7", ExecLimits(timeout_s=1e9)))
+    assert (result.status, result.rows) == ("ok", ((7,),))
+    for endless in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="finite"):
+            ExecLimits(timeout_s=endless)
+
+
 def test_a_worker_that_cannot_start_is_an_error_of_the_run_not_of_a_query(compare_db: Path) -> None:
     # A spawned interpreter cannot be ready within a millisecond (a fork of the preloaded server can).
     slow = ExecutionPool(workers=1, start_timeout_s=0.001, start_method="spawn")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import signal
 import threading
@@ -184,8 +185,8 @@ def timeout_default(command: str) -> float:
 
 
 def check_timeout(timeout: float) -> None:
-    if not timeout > 0:
-        fail(f"--timeout must be > 0 seconds, got {timeout}")
+    if not (timeout > 0 and math.isfinite(timeout)):  # inf and nan reach here as floats
+        fail(f"--timeout must be > 0 seconds (a finite number), got {timeout}")
 
 
 def prepare_out(out: Path) -> Path:

@@ -8,6 +8,7 @@ raises on model SQL: errors and timeouts are statuses.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import time
@@ -62,8 +63,8 @@ class ExecLimits:
     memory_bytes: int = 512 * _MIB
 
     def __post_init__(self) -> None:
-        if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
+            raise ValueError(f"timeout_s must be > 0 seconds (a finite number), got {self.timeout_s}")
         if self.max_rows < 1 or self.max_bytes < 1:
             raise ValueError("max_rows and max_bytes must be >= 1")
 

@@ -103,6 +103,10 @@ def _worker_process(owner: Connection, conn: Connection, memory_bytes: int | Non
     worker_main(conn, memory_bytes)
 
 
+#: poll() takes its wait in milliseconds as a C int: a longer one (a deadline of inf) waits without a limit.
+_POLL_MS_MAX = 2**31 - 1
+
+
 class _Readable:
     """Whether a descriptor has something to read (a message, an exit status, or its other end closed),
     waiting at most ``timeout_s``: one poll object per descriptor, registered once. multiprocessing's own
@@ -114,7 +118,8 @@ class _Readable:
         self._poll.register(fd, select.POLLIN)  # a hang-up or an error is reported whatever the mask
 
     def __call__(self, timeout_s: float) -> bool:
-        return bool(self._poll.poll(math.ceil(max(0.0, timeout_s) * 1000)))
+        wait_ms = max(0.0, timeout_s) * 1000
+        return bool(self._poll.poll(None if wait_ms > _POLL_MS_MAX else math.ceil(wait_ms)))
 
 
 class _Worker:
