@@ -124,60 +124,6 @@ def test_calls_that_overlap_a_batch_in_flight_share_the_next_one(music: Example)
     assert [[step] for step in steps] == alone
 
 
-class HeldResultsPool(GatedPool):
-    """:class:`GatedPool` whose batches of several jobs hand their results on only once ``release()`` is true
-    (or after 10 s), noting each in ``events``: what the parent does before a result is heard shows."""
-
-    def __init__(self, events: list[str], release: Callable[[], bool]) -> None:
-        super().__init__()
-        self.events = events
-        self._release = release
-
-    def run_many(self, jobs: Sequence[ExecJob], **callbacks: Any) -> list[ExecResult]:
-        given: OnResult | None = callbacks.get("on_result")
-
-        def heard(index: int, result: ExecResult) -> None:
-            deadline = time.monotonic() + 10
-            while len(jobs) > 1 and not self._release() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            self.events.append("result")
-            if given is not None:
-                given(index, result)
-
-        return super().run_many(jobs, **{**callbacks, "on_result": heard})
-
-
-def test_a_batch_is_diagnosed_while_its_sql_runs_and_each_answer_once(
-    music: Example, noted_diagnoses: list[str]
-) -> None:
-    """While none of a batch's results is in, its player diagnoses the turns it has not played (a diagnosis reads
-    the SQL and the gold, not the result): each distinct answer once, and here, where the results are held until
-    the diagnoses are made, every diagnosis before any result. The steps are those of each turn alone."""
-    events = noted_diagnoses
-    config = EnvConfig(max_turns=2)
-    coalescer = Coalescer(lanes=1)
-    answers = _distinct_answers(4)
-    responses = [answers[3], *answers[:3], *answers[:2]]  # the first leads alone; its five followers: 3 distinct
-    with HeldResultsPool(events, release=lambda: events.count("diagnose") >= 4) as pool:
-        store = make_store(config, pool=pool)
-        envs = [SQLRefineEnv(config, store=store) for _ in responses]
-        for env in envs:
-            env.reset(music)
-        events.clear()
-        pool.hold(until=lambda: coalescer.turns.queued() == len(responses) - 1)
-        first = threading.Thread(target=coalescer.step, args=(envs[0], responses[0]))
-        first.start()
-        assert pool.entered.wait(60)
-        with ThreadPoolExecutor(len(responses) - 1) as threads:
-            steps = list(threads.map(coalescer.step, envs[1:], responses[1:]))
-        first.join()
-        assert pool.batches == [1, 3]  # the lone call, then one batch of the three distinct queries
-        assert events == ["diagnose", "result"] + ["diagnose"] * 3 + ["result"] * 3
-        alone = _play_alone(config, store, music, [[r] for r in responses[1:]])
-    assert [[step] for step in steps] == alone
-    assert all(env.stage_seconds["odt"] > 0 for env in envs)
-
-
 def test_an_error_of_one_episode_reaches_its_caller_only(music: Example) -> None:
     """A batch that fails as a whole (here one episode's store has a closed pool) after some of its turns
     were answered: the broken episode's caller gets its own error (its turn played again alone), the

@@ -34,7 +34,6 @@ from typing import Generic, TypeVar
 
 from progress_sql.env.core import PlannedTurn, SQLRefineEnv, StepResult, diagnose_ahead, prepare_golds, run_turns
 from progress_sql.execution.pool import ExecutionPool
-from progress_sql.judge.gold import DIAGNOSES_KEPT
 from progress_sql.prompts import Message
 from progress_sql.types import Example, ExecResult
 
@@ -232,27 +231,8 @@ def _played(
         except Exception as error:  # raised in its own caller's thread by Coalescer.step
             return error
 
-    # While no result is waiting, the player diagnoses the turns not yet played (the diagnosis reads the
-    # SQL and the gold, not the result): the diagnoses overlap the queries, on this one thread, so a
-    # result that arrives is played first and no diagnosis is made twice or beside another.
-    ahead = deque(range(min(len(turns), DIAGNOSES_KEPT // 2)))
-
     def player() -> None:
-        while True:
-            if ahead:
-                try:
-                    item = arrived.get_nowait()
-                except queue.Empty:
-                    position = ahead.popleft()
-                    if played[position] is None:  # a played turn's episode is its caller's again
-                        env, turn = turns[position]
-                        with contextlib.suppress(Exception):  # then playing the turn diagnoses it, and raises
-                            env.diagnose_ahead(turn)
-                    continue
-            else:
-                item = arrived.get()
-            if item is None:
-                return
+        while (item := arrived.get()) is not None:
             position, result = item
             played[position] = outcome = play(position, result)
             settle(position, outcome)
