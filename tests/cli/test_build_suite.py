@@ -59,7 +59,7 @@ def test_build_then_eval_reports_ts_below_ex(task: Path) -> None:
         (["--pool", "-1"], "--pool must be >= 0"),
         (["--max-dbs", "0"], "--max-dbs must be >= 1"),
         (["--timeout", "0"], "--timeout must be > 0"),
-        (["--timeout", "inf"], "--timeout must be > 0 seconds (a finite number), got inf"),
+        (["--timeout", "inf"], "--timeout must be > 0 and at most 2,147,483 seconds, got inf"),
         (["--db", "nowhere"], "--db names no database"),
     ],
 )

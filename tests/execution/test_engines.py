@@ -14,7 +14,7 @@ from progress_sql.data.schema import read_schema
 from progress_sql.data.tasks import load_task
 from progress_sql.execution.engines import EngineRunners, engine_of, locate, public_location
 from progress_sql.execution.engines.base import plain_value
-from progress_sql.execution.executor import DEFAULT_LIMITS
+from progress_sql.execution.executor import DEFAULT_LIMITS, MAX_TIMEOUT_S, ExecLimits
 from progress_sql.execution.jobs import ExecJob
 from progress_sql.execution.pool import ExecutionPool
 from progress_sql.execution.port import port_database, reader_location
@@ -101,6 +101,18 @@ def test_engine_results_normalise_to_what_sqlite_returns(ported: dict[str, Any],
     assert result.status == "ok", result.error
     assert result.rows == sqlite.rows
     assert [type(v) for v in result.rows[0]] == [type(v) for v in sqlite.rows[0]]
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "duckdb"])
+def test_the_longest_deadline_runs_on_every_engine(ported: dict[str, Any], engine: str) -> None:
+    """MAX_TIMEOUT_S is PostgreSQL's largest statement_timeout: a query with it runs (a longer one failed there)."""
+    runners = EngineRunners()
+    try:
+        location = locate(ported["collections"][engine], "music", str(ported["source"]))
+        result = runners.run(location, "SELECT count(*) FROM singer", ExecLimits(timeout_s=MAX_TIMEOUT_S))
+    finally:
+        runners.close()
+    assert result.status == "ok", result.error
 
 
 @pytest.mark.parametrize("engine", ["postgresql", "duckdb"])

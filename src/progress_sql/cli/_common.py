@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 import signal
 import threading
@@ -25,6 +24,7 @@ from progress_sql.env.feedback import FEEDBACK_KINDS
 from progress_sql.env.protocols import PROTOCOLS
 from progress_sql.errors import ConfigError, ProgressSQLError
 from progress_sql.execution.engines.base import Engine
+from progress_sql.execution.executor import MAX_TIMEOUT_S
 from progress_sql.execution.lifetime import Interrupted, interrupt
 from progress_sql.judge.compare import PRESETS
 from progress_sql.profiles import DEFAULT_PROFILE, PROFILES
@@ -185,8 +185,8 @@ def timeout_default(command: str) -> float:
 
 
 def check_timeout(timeout: float) -> None:
-    if not (timeout > 0 and math.isfinite(timeout)):  # inf and nan reach here as floats
-        fail(f"--timeout must be > 0 seconds (a finite number), got {timeout}")
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # nan and inf (typer reads them as floats) fail here too
+        fail(f"--timeout must be > 0 and at most {MAX_TIMEOUT_S:,.0f} seconds, got {timeout}")
 
 
 def prepare_out(out: Path) -> Path:

@@ -8,7 +8,6 @@ raises on model SQL: errors and timeouts are statuses.
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import time
@@ -37,6 +36,11 @@ _LIMIT_LIKE_PATTERN_LENGTH = 8
 _LIMIT_ATTACHED = 7
 
 
+#: The longest deadline a statement may have: 2**31 - 1 milliseconds (about 24.8 days), PostgreSQL's largest
+#: ``statement_timeout``; a longer one (a "no deadline" of 1e9 s) would fail every query there.
+MAX_TIMEOUT_S = 2_147_483.0
+
+
 @dataclass(frozen=True, slots=True)
 class ExecLimits:
     """How much one statement may use. Defaults fit Spider and BIRD (the largest Spider dev gold
@@ -63,8 +67,8 @@ class ExecLimits:
     memory_bytes: int = 512 * _MIB
 
     def __post_init__(self) -> None:
-        if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
-            raise ValueError(f"timeout_s must be > 0 seconds (a finite number), got {self.timeout_s}")
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:  # nan and inf fail here too
+            raise ValueError(f"timeout_s must be > 0 and at most {MAX_TIMEOUT_S:,.0f} seconds, got {self.timeout_s}")
         if self.max_rows < 1 or self.max_bytes < 1:
             raise ValueError("max_rows and max_bytes must be >= 1")
 

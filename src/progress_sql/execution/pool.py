@@ -103,7 +103,8 @@ def _worker_process(owner: Connection, conn: Connection, memory_bytes: int | Non
     worker_main(conn, memory_bytes)
 
 
-#: poll() takes its wait in milliseconds as a C int: a longer one (a deadline of 25 days or more) waits without a limit.
+#: poll() takes its wait in milliseconds as a C int: a longer one (the longest deadline and the kill margin) waits
+#: without a limit.
 _POLL_MS_MAX = 2**31 - 1
 
 
