@@ -183,7 +183,7 @@ class _Worker:
 
     def ensure_started(self) -> int:
         """Start the process if it is not running, trying twice; raises :class:`WorkerStartError`."""
-        if self._process is None or self._ended is None or self._ended(0):
+        if self._ended is None or self._ended(0):  # None: no process (set and cleared with it)
             self.stop(kill=True)
             try:
                 self._start()
